@@ -1,0 +1,31 @@
+# posenc: one command regenerates the report. The rules live in rules/*.smk, one per stage;
+# every path is declared there. Scripts never read the global config.
+from pathlib import Path
+
+from snakemake.utils import min_version, validate
+
+from posenc.config import validate_config
+
+min_version("9.0")
+
+
+configfile: "config/config.yaml"
+
+
+# A wrong key or value stops here, before any job, with a message naming the key. Our own
+# pass gives one readable line per problem; Snakemake's then fills the schema's defaults.
+validate_config(config, Path(workflow.basedir) / "config/schema.yaml")
+validate(config, "config/schema.yaml")
+
+
+include: "rules/common.smk"
+include: "rules/equivariance.smk"
+include: "rules/similarity.smk"
+include: "rules/report.smk"
+
+
+rule all:
+    input:
+        "results/report/index.html",
+        "results/claims.json",
+    default_target: True
