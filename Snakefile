@@ -19,8 +19,6 @@ validate(config, "config/schema.yaml")
 
 
 include: "rules/common.smk"
-include: "rules/equivariance.smk"
-include: "rules/similarity.smk"
 include: "rules/report.smk"
 
 
