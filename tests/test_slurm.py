@@ -1,0 +1,50 @@
+"""The workflow through a real (one-node, localhost) SLURM cluster via the SLURM profile.
+
+The jobs must go through sbatch (the cluster's job-completion log lists them) and the claims
+must equal a local run's. Complexity claims are timings, which differ between any two runs, so
+they are compared for presence only.
+"""
+
+import json
+import re
+
+import pytest
+
+import slurm_cluster
+from workflow_utils import copy_workflow, snakemake
+
+pytestmark = [pytest.mark.slurm, pytest.mark.slow]
+
+TIMING_SECTIONS = {"complexity"}
+
+
+def comparable(ledger):
+    return {c["id"]: (c["measured"], c["verdict"]) for c in ledger
+            if c["section"] not in TIMING_SECTIONS}
+
+
+def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
+    reason = slurm_cluster.available()
+    if reason:
+        pytest.skip(f"no local SLURM cluster: {reason}")
+    work = copy_workflow(tmp_path / "wf")
+    with slurm_cluster.local_cluster(tmp_path / "cluster") as job_log:
+        proc = snakemake(
+            work, "--profile", "profiles/slurm", "--configfile", "config/test.yaml",
+            "--jobs", "2",
+            # No slurmdbd here, so sacct cannot answer: poll squeue instead (MinJobAge=300).
+            "--slurm-status-command", "squeue",
+            "--slurm-init-seconds-before-status-checks", "2",
+            "--seconds-between-status-checks", "2",
+            timeout=1800,
+        )
+        jobs = job_log.read_text() if job_log.exists() else ""
+    submitted = re.findall(r"Job \S+ has been submitted with SLURM jobid (\d+)", proc.stdout)
+    completed = re.findall(r"JobId=(\d+) .*JobState=COMPLETED", jobs)
+    assert submitted, proc.stdout[-3000:]
+    assert set(submitted) <= set(completed), (submitted, jobs)
+
+    local = json.loads((test_run / "results/claims.json").read_text())
+    remote = json.loads((work / "results/claims.json").read_text())
+    assert {c["id"] for c in remote} == {c["id"] for c in local}
+    assert comparable(remote) == comparable(local)
