@@ -17,6 +17,14 @@ configfile: "config/config.yaml"
 validate_config(config, Path(workflow.basedir) / "config/schema.yaml")
 validate(config, "config/schema.yaml")
 
+# `device: cuda` without a GPU fails now, not after hours of CPU jobs. Only where jobs run on
+# this machine: a SLURM submit host may have no GPU while its compute nodes do (each job
+# checks again when it resolves its device).
+if config["device"] == "cuda" and workflow.local_exec and workflow.is_main_process:
+    from posenc.device import resolve_device
+
+    resolve_device("cuda")
+
 
 include: "rules/common.smk"
 include: "rules/report.smk"

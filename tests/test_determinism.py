@@ -1,0 +1,43 @@
+"""Two runs of the test config on the CPU give byte-identical results.
+
+Timings and provenance live in files of their own (the complexity section, whose numbers are
+timings; training-speed and benchmark files; the report page with its provenance block), so
+everything else must match byte for byte.
+"""
+
+import json
+
+import pytest
+
+from workflow_utils import copy_workflow, snakemake
+
+pytestmark = pytest.mark.slow
+
+TIMING_PARTS = ("complexity", "benchmarks", "report", "logs", "timing")
+
+
+def result_files(run):
+    """Every JSON/CSV result but the timing files and the merged ledger (compared apart)."""
+    files = {}
+    for path in sorted((run / "results").rglob("*")):
+        rel = str(path.relative_to(run / "results"))
+        if (path.is_file() and path.suffix in (".json", ".csv") and rel != "claims.json"
+                and not any(part in rel for part in TIMING_PARTS)):
+            files[rel] = path.read_bytes()
+    return files
+
+
+def stable_ledger(run):
+    ledger = json.loads((run / "results/claims.json").read_text())
+    return [c for c in ledger if c["section"] != "complexity"]
+
+
+def test_two_cpu_runs_are_byte_identical(test_run, tmp_path):
+    again = copy_workflow(tmp_path / "again")
+    snakemake(again, "--cores", "2", "--configfile", "config/test.yaml")
+    first, second = result_files(test_run), result_files(again)
+    assert any(name.endswith("metrics.json") for name in first)
+    assert set(first) == set(second)
+    differing = [name for name in first if first[name] != second[name]]
+    assert not differing, differing
+    assert stable_ledger(test_run) == stable_ledger(again)
