@@ -27,11 +27,14 @@ if config["device"] == "cuda" and workflow.local_exec and workflow.is_main_proce
 
 
 include: "rules/common.smk"
+include: "rules/equivariance.smk"
+include: "rules/similarity.smk"
 include: "rules/report.smk"
 
 
 rule all:
     input:
         "results/report/index.html",
+        "results/report/report.pdf",
         "results/claims.json",
     default_target: True

@@ -97,4 +97,49 @@ def _check_encodings_fit(config: dict) -> list[str]:
     return problems
 
 
-SEMANTIC_CHECKS: list[Callable[[dict], list[str]]] = [_check_encodings_fit]
+def _check_similarity(config: dict) -> list[str]:
+    """The seed's positions fit its table, one expected value per position, kernels fit RoPE."""
+    cfg = config.get("similarity", {})
+    problems = []
+    seed = cfg.get("seed", {})
+    n, others = seed.get("n_positions"), seed.get("others", [])
+    for key, values in (("position", [seed.get("position")]), ("others", others)):
+        if n and any(v is not None and v >= n for v in values):
+            problems.append(
+                f"config key similarity.seed.{key} = {seed.get(key)}: positions must be < "
+                f"similarity.seed.n_positions = {n}"
+            )
+    if len(seed.get("expected", [])) != len(others):
+        problems.append(
+            f"config key similarity.seed.expected = {seed.get('expected')}: needs one value per "
+            f"entry of similarity.seed.others = {others}"
+        )
+    kernels = cfg.get("kernels", {})
+    d, h = kernels.get("d_model"), kernels.get("n_heads")
+    if d and h and (d % h or (d // h) % 2):
+        problems.append(
+            f"config key similarity.kernels.d_model = {d}: must split into n_heads = {h} heads "
+            "of even width (RoPE rotates pairs)"
+        )
+    window, n_kernel = cfg.get("window"), kernels.get("n_positions")
+    if window and n_kernel and window >= n_kernel:
+        problems.append(
+            f"config key similarity.window = {window}: must be < similarity.kernels.n_positions "
+            f"= {n_kernel}"
+        )
+    max_offset = cfg.get("max_offset")
+    seed_offsets = [abs(j - seed["position"]) for j in others if seed.get("position") is not None]
+    if max_offset and seed_offsets and max(seed_offsets) > max_offset:
+        problems.append(
+            f"config key similarity.max_offset = {max_offset}: must reach the seed's largest "
+            f"offset |others - position| = {max(seed_offsets)}"
+        )
+    if window and cfg.get("max_offset") and window > cfg["max_offset"]:
+        problems.append(
+            f"config key similarity.window = {window}: must be <= similarity.max_offset = "
+            f"{cfg['max_offset']}"
+        )
+    return problems
+
+
+SEMANTIC_CHECKS: list[Callable[[dict], list[str]]] = [_check_encodings_fit, _check_similarity]

@@ -1,0 +1,33 @@
+# Permutation equivariance of attention, what breaks it, and shift invariance of relative
+# encodings: analyses/equivariance.py.
+
+
+rule equivariance:
+    output:
+        metrics="results/equivariance/metrics.json",
+        claims="results/equivariance/claims.json",
+        permutation_csv="results/equivariance/permutation_errors.csv",
+        shift_csv="results/equivariance/shift_errors.csv",
+        permutation_png="results/equivariance/permutation_error.png",
+        permutation_svg="results/equivariance/permutation_error.svg",
+        shift_png="results/equivariance/shift_error.png",
+        shift_svg="results/equivariance/shift_error.svg",
+    params:
+        cfg=config["equivariance"],
+        seed=config["seed"],
+        device=config["device"],
+        encodings=config["encodings"],
+        encoding=config["encoding"],
+    log:
+        log_path("equivariance"),
+    benchmark:
+        bench_path("equivariance")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=15,
+    script:
+        "../analyses/equivariance.py"
+
+
+SECTIONS["equivariance"] = rules.equivariance

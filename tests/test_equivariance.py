@@ -1,0 +1,234 @@
+"""The equivariance analysis against references written here: the seed's snippet line by line,
+permutation matrices instead of index shuffles, and claims that must fail on broken input."""
+
+import math
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+
+from analyses import equivariance as eq
+
+CPU = torch.device("cpu")
+ENCODING_CFG = {"base": 10000.0, "rope_base": 10000.0, "t5_num_buckets": 8, "t5_max_distance": 16}
+ALL = ["none", "sinusoidal", "learned", "rope", "alibi", "t5_bias"]
+IDS = {
+    "equivariance.seed_check",
+    "equivariance.no_pe_bidirectional",
+    "equivariance.pe_breaks",
+    "equivariance.causal_breaks",
+    "equivariance.relative_shift_invariance",
+}
+
+
+def tiny_cfg(**overrides):
+    cfg = {
+        "d_model": 8,
+        "n_heads": 2,
+        "n_layers": 2,
+        "seq_len": 5,
+        "batch": 1,
+        "n_seeds": 1,
+        "n_perms": 2,
+        "dtypes": ["float32", "float64"],
+        "shifts": [3, 40],
+        "learned_init_std": 0.5,
+        "thresholds": {
+            "seed_atol_equal": 1e-6,
+            "seed_atol_broken": 1e-4,
+            "equal_ulps": 64,
+            "broken_min": 1e-4,
+        },
+    }
+    return {**cfg, **overrides}
+
+
+def test_seed_check_matches_the_snippet_line_by_line():
+    """The seed's own code, with its own exp/log sinusoid, gives the same booleans and numbers."""
+    torch.manual_seed(0)
+    attn = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+    x = torch.randn(1, 5, 16)
+    perm = torch.tensor([3, 0, 4, 1, 2])
+    out, _ = attn(x, x, x)
+    out_p, _ = attn(x[:, perm], x[:, perm], x[:, perm])
+    pos = torch.arange(100).unsqueeze(1)
+    div = torch.exp(torch.arange(0, 64, 2) * (-math.log(10000.0) / 64))
+    pe = torch.zeros(100, 64)
+    pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+    xp = x + pe[:5, :16]
+    out2, _ = attn(xp, xp, xp)
+    xpp = x[:, perm] + pe[:5, :16]
+    out2_p, _ = attn(xpp, xpp, xpp)
+
+    got = eq.seed_check(CPU, 1e-6, 1e-4)
+    assert got["no_pe_allclose"] is True and got["pe_allclose"] is False
+    assert got["no_pe_max_abs"] == pytest.approx(
+        (out[:, perm] - out_p).abs().max().item(), abs=1e-7
+    )
+    assert got["pe_max_abs"] == pytest.approx((out2[:, perm] - out2_p).abs().max().item(), abs=1e-5)
+
+
+@pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rope", "alibi"])
+@pytest.mark.parametrize("causal", [False, True])
+def test_permutation_error_against_permutation_matrices(encoding, causal):
+    """Our index shuffle equals the textbook P X with an explicit permutation matrix."""
+    case = eq.Case(encoding, causal, 2, "float64", seed=3)
+    stack = eq.build_stack(case, tiny_cfg(), ENCODING_CFG, CPU)
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(2, 5, 8, generator=g, dtype=torch.float64)
+    perms = eq.random_permutations(3, 5, g)
+    got = eq.permutation_errors(stack, x, perms)
+    with torch.no_grad():
+        y = stack(x)
+        for perm, err in zip(perms, got):
+            P = torch.zeros(5, 5, dtype=torch.float64)
+            P[torch.arange(5), perm] = 1.0  # (P X)[i] = X[perm[i]]
+            want = (stack(P @ x) - P @ y).abs().max() / y.abs().max()
+            assert err == pytest.approx(want.item(), rel=1e-9, abs=1e-15)
+    if encoding == "none" and not causal:
+        assert max(got) < 64 * torch.finfo(torch.float64).eps
+    else:
+        assert min(got) > 1e-4
+
+
+def test_shift_errors_against_direct_calls():
+    cfg = tiny_cfg()
+    x = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    positions = torch.arange(5)
+    for encoding, invariant in (("rope", True), ("t5_bias", True), ("sinusoidal", False)):
+        stack = eq.build_stack(eq.Case(encoding, True, 2, "float64", 0), cfg, ENCODING_CFG, CPU)
+        got = eq.shift_errors(stack, x, [7])[0]
+        with torch.no_grad():
+            y = stack(x, positions)
+            want = ((stack(x, positions + 7) - y).abs().max() / y.abs().max()).item()
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-18)
+        assert (got < 1e-12) if invariant else (got > 1e-2)
+
+
+def test_random_permutations_skip_identity_and_reversal():
+    g = torch.Generator().manual_seed(0)
+    perms = eq.random_permutations(200, 3, g)
+    assert {tuple(p.tolist()) for p in perms} == {(0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1)}
+    with pytest.raises(ValueError, match="at least 3"):
+        eq.random_permutations(1, 2, g)
+
+
+def test_learned_encodings_are_redrawn_so_t5_is_not_nope():
+    stack = eq.build_stack(
+        eq.Case("t5_bias", False, 1, "float32", 0), tiny_cfg(), ENCODING_CFG, CPU
+    )
+    assert stack.encoding.bias.weight.abs().max() > 0
+
+
+def test_float64_models_get_float64_angles():
+    stack = eq.build_stack(eq.Case("rope", False, 1, "float64", 0), tiny_cfg(), ENCODING_CFG, CPU)
+    assert stack.encoding.params.angle_dtype == torch.float64
+
+
+def test_config_tolerances_separate_equal_from_broken():
+    """Every dtype's 'equal' tolerance must sit below the 'broken' threshold, or a case could be
+    both; checked on the shipped config."""
+    root = Path(__file__).resolve().parents[1]
+    cfg = yaml.safe_load((root / "config/config.yaml").read_text())["equivariance"]
+    th = cfg["thresholds"]
+    for dt in cfg["dtypes"]:
+        assert eq.tolerance(getattr(torch, dt), th["equal_ulps"]) < th["broken_min"]
+
+
+def test_compute_tiny_all_claims_pass_and_is_deterministic():
+    cfg = tiny_cfg()
+    first = eq.compute(cfg, 0, ALL, ENCODING_CFG, CPU)
+    assert {c["id"] for c in first["claims"]} == IDS
+    assert all(c["verdict"] == "pass" for c in first["claims"]), first["claims"]
+    again = eq.compute(cfg, 0, ALL, ENCODING_CFG, CPU)
+    assert again["permutation_rows"] == first["permutation_rows"]
+    assert again["shift_rows"] == first["shift_rows"]
+    # 6 encodings x 2 attentions x 2 depths x 2 dtypes x 1 seed x (2 random + reversal)
+    assert len(first["permutation_rows"]) == 144
+
+
+def test_claims_fail_on_broken_measurements():
+    """A 'NoPE' model that is not equivariant, or a 'relative' encoding that moves with the
+    shift, must give fail: the verdicts are not hard-wired."""
+    cfg = tiny_cfg(dtypes=["float32"])
+    seed = {"no_pe_max_abs": 1.0, "pe_max_abs": 0.0, "no_pe_allclose": False, "pe_allclose": True}
+    row = {"attention": "bidirectional", "n_layers": 1, "dtype": "float32", "seed": 0}
+    perm_rows = [
+        {**row, "encoding": e, "permutation": "random 0", "relative_error": 1e-3} for e in ALL
+    ]
+    shift_rows = [{**row, "encoding": e, "shift": 1, "relative_error": 1e-3} for e in ALL]
+    perm_rows.append(
+        {**row, "encoding": "none", "attention": "causal", "perm": 0, "relative_error": 0.0}
+    )
+    verdicts = {
+        c["id"]: c["verdict"] for c in eq.make_claims(seed, perm_rows, shift_rows, cfg, ALL)
+    }
+    assert verdicts == {
+        "equivariance.seed_check": "fail",
+        "equivariance.no_pe_bidirectional": "fail",
+        "equivariance.pe_breaks": "pass",
+        "equivariance.causal_breaks": "fail",
+        "equivariance.relative_shift_invariance": "fail",
+    }
+
+
+def test_claims_not_applicable_without_nope():
+    result = eq.compute(tiny_cfg(n_perms=1, dtypes=["float64"]), 0, ["rope"], ENCODING_CFG, CPU)
+    verdicts = {c["id"]: c["verdict"] for c in result["claims"]}
+    assert verdicts["equivariance.no_pe_bidirectional"] == "n/a"
+    assert verdicts["equivariance.causal_breaks"] == "n/a"
+    assert verdicts["equivariance.relative_shift_invariance"] == "n/a"  # no absolute encoding
+    assert verdicts["equivariance.pe_breaks"] == "pass"
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_bidirectional_alibi_cannot_see_a_reversal(causal):
+    """-m|i - j| keeps every distance under i -> L-1-i: bidirectional ALiBi is reversal-
+    equivariant, RoPE (signed offsets) is not, and the causal mask breaks it for both."""
+    x = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(2), dtype=torch.float64)
+    reversal = [torch.arange(4, -1, -1)]
+    errors = {}
+    for encoding in ("alibi", "rope"):
+        case = eq.Case(encoding, causal, 2, "float64", seed=0)
+        errors[encoding] = eq.permutation_errors(
+            eq.build_stack(case, tiny_cfg(), ENCODING_CFG, CPU), x, reversal
+        )[0]
+    if causal:
+        assert errors["alibi"] > 1e-4
+    else:
+        assert errors["alibi"] < 64 * torch.finfo(torch.float64).eps
+    assert errors["rope"] > 1e-4
+
+
+def test_summary_flags_reversal_and_weakest_model():
+    result = eq.compute(tiny_cfg(dtypes=["float64"]), 0, ["alibi"], ENCODING_CFG, CPU)
+    bidirectional = next(
+        r for r in result["summary"]["permutation"] if r["attention"] == "bidirectional"
+    )
+    assert bidirectional["reversal"] < 1e-12
+    assert bidirectional["verdict"] == "broken"  # the random permutations still break it
+    rows = [r for r in result["permutation_rows"] if r["attention"] == "bidirectional"]
+    by_model = {}
+    for r in rows:
+        key = (r["n_layers"], r["seed"])
+        by_model[key] = max(by_model.get(key, 0.0), r["relative_error"])
+    assert bidirectional["weakest_float64"] == min(by_model.values())
+
+
+def test_shipped_section_is_valid_and_bad_values_are_rejected():
+    from jsonschema import Draft202012Validator
+
+    root = Path(__file__).resolve().parents[1]
+    schema = yaml.safe_load((root / "config/schema/equivariance.yaml").read_text())
+    validator = Draft202012Validator(schema)
+    cfg = yaml.safe_load((root / "config/config.yaml").read_text())["equivariance"]
+    assert not list(validator.iter_errors(cfg))
+    for bad in (
+        {**cfg, "seq_len": 2},
+        {**cfg, "dtypes": ["float16"]},
+        {**cfg, "n_perm": 3},
+        {**cfg, "shifts": [0]},
+    ):
+        assert list(validator.iter_errors(bad)), bad
