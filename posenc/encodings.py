@@ -72,7 +72,7 @@ def angles(positions: Tensor, d: int, base: float, dtype: torch.dtype = torch.fl
     that depends on ``dtype`` is the one of the product; the aliasing analysis passes a low
     precision ``dtype`` on purpose to show what the naive computation does.
     """
-    omega = inverse_frequencies(d, base).to(dtype)
+    omega = inverse_frequencies(d, base).to(device=positions.device, dtype=dtype)
     return positions.to(dtype)[:, None] * omega[None, :]
 
 
@@ -143,7 +143,8 @@ def alibi_bias(
     rel = q_pos.to(torch.float64)[:, None] - k_pos.to(torch.float64)[None, :]  # (Lq, Lk)
     if not causal:
         rel = rel.abs()
-    return (-alibi_slopes(n_heads)[:, None, None] * rel).to(dtype)
+    slopes = alibi_slopes(n_heads).to(rel.device)  # (H,)
+    return (-slopes[:, None, None] * rel).to(dtype)
 
 
 def t5_relative_bucket(
