@@ -1,18 +1,44 @@
-"""Snakemake entry: render results/report/index.html and merge results/claims.json."""
+"""Snakemake entry: gather the report's data, render results/report/index.html, offer every
+figure and table as a download, and merge results/claims.json."""
+
+from pathlib import Path
 
 from posenc.io import atomic_path, write_json
-from posenc.report import render
+from posenc.report import FILES, build_context, copy_downloads, render
 from posenc.workflow import setup
 
 
 def main(snakemake):
     log = setup(snakemake, "report")
-    p = snakemake.params
-    html, ledger = render(p.templates, p.sections, p.config, p.git, p.benchmarks)
-    write_json(snakemake.output.claims, ledger)
-    with atomic_path(snakemake.output.html) as tmp:
+    p, out = snakemake.params, snakemake.output
+    report_dir = Path(out.html).parent
+    if Path(out.files) != report_dir / FILES or Path(out.data).parent != report_dir:
+        raise ValueError(f"rule report: files and data must sit beside {out.html} as {FILES}/")
+    context = build_context(
+        p.templates,
+        p.sections,
+        p.config,
+        p.git,
+        p.benchmarks,
+        p.benchmark_rules,
+        p.snakemake_logs,
+        ignore_benchmarks=tuple(p.own_benchmarks),
+    )
+    write_json(out.claims, context["ledger"])
+    copy_downloads(context, report_dir, out.claims)
+    write_json(out.data, context)
+    html = render(context, p.templates, "screen", Path(snakemake.input.stylesheet).read_text())
+    with atomic_path(out.html) as tmp:
         tmp.write_text(html)
-    log.info("%d claims, %d pass", len(ledger), sum(c["verdict"] == "pass" for c in ledger))
+    summary = context["job_summary"]
+    log.info(
+        "%d claims (%d pass); %d jobs, %d ran in this invocation, %d reused",
+        len(context["ledger"]),
+        context["counts"]["pass"],
+        summary["jobs"],
+        summary["ran"],
+        summary["reused"],
+    )
 
 
 if "snakemake" in globals():

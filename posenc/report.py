@@ -1,25 +1,61 @@
-"""Render the report from the analyses' results. Computes nothing scientific: it numbers
-figures, merges the claims ledger, gathers provenance and hands all of it to dumb templates."""
+"""Render the report from the analyses' results. Computes nothing scientific: it checks and
+numbers what the analyses wrote, merges the claims ledger, gathers provenance and hands all of
+it to dumb templates.
+
+One set of templates and one stylesheet serve two media:
+
+* ``screen``: ``results/report/index.html``, figures embedded as PNG data URIs, so the page
+  makes no network request and stands alone;
+* ``print``: the same templates with the SVG figures (vector), laid out by WeasyPrint into
+  ``results/report/report.pdf`` (``analyses/report_pdf.py``).
+
+Everything both media show is gathered once, by the HTML rule, into a JSON context
+(``results/report/data.json``). The PDF rule renders from that file, so the two documents can
+never disagree (same ``pip freeze``, same job table), and the PDF has its own rule: a change to
+print styling alone re-renders only the PDF (see :func:`stylesheet_for`).
+"""
 
 from __future__ import annotations
 
 import base64
 import csv
+import hashlib
+import json
+import logging
 import math
 import platform
+import re
+import shutil
+import subprocess
 import sys
+from datetime import UTC, datetime
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+import tinycss2
 import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from posenc.claims import check_ledger
 from posenc.config import config_hash
-from posenc.io import read_json
+from posenc.io import atomic_path, read_json
 
+MEDIA = ("screen", "print")
 MIME = {".png": "image/png", ".svg": "image/svg+xml"}
+# Where downloads live, relative to the report's folder: the page links them relatively, so
+# results/report/ can be published (GitHub Pages) or zipped on its own and the links still work.
+FILES = "files"
+PDF_NAME = "report.pdf"
+DATA_NAME = "data.json"
+
+
+class ReportError(ValueError):
+    """A result file the report cannot show; the message starts with the file's path."""
+
+
+# ----------------------------------------------------------------------------- formatting
 
 
 def data_uri(path: str | Path) -> str:
@@ -51,25 +87,190 @@ def fmt_measured(x: Any) -> str:
     return fmt_number(x)
 
 
-def read_benchmarks(folder: str | Path) -> list[dict[str, Any]]:
-    """Wall time and peak memory per job from Snakemake's ``benchmark:`` files."""
-    rows = []
-    for path in sorted(Path(folder).glob("**/*.tsv")):
-        with open(path) as f:
-            records = list(csv.DictReader(f, delimiter="\t"))
-        if not records:
-            continue
-        r = records[-1]
+def breakable(text: Any) -> Markup:
+    """Escaped text that may wrap after dots and underscores: long identifiers
+    (``extrapolation.alibi_beats_sinusoidal_long``) wrap at their joints, not mid-word."""
+    return Markup(re.sub(r"([._])", r"\1<wbr>", str(escape(text))))
 
-        def num(key):
-            try:
-                return float(r[key])
-            except (KeyError, ValueError):
-                return None
 
-        rows.append({"job": str(path.relative_to(folder).with_suffix("")),
-                     "seconds": num("s"), "max_rss_mb": num("max_rss")})
-    return rows
+def slug(text: str) -> str:
+    """An HTML id fragment from a section or figure id (ids may hold dots or spaces)."""
+    return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
+
+
+# ----------------------------------------------------------------------------- stylesheet
+
+
+def _media_only(node) -> str | None:
+    """The medium a top-level rule is for: print for ``@page`` rules and ``@media print``
+    blocks, screen for ``@media screen ...`` blocks, None for rules both media use."""
+    if node.type != "at-rule":
+        return None
+    if node.lower_at_keyword == "page":
+        return "print"
+    if node.lower_at_keyword == "media":
+        media_type = tinycss2.serialize(node.prelude).split()
+        if media_type and media_type[0].lower() in MEDIA:
+            return media_type[0].lower()
+    return None
+
+
+def stylesheet_for(css: str, medium: str) -> str:
+    """The part of the one stylesheet that ``medium`` uses.
+
+    The page leaves out ``@page`` rules and ``@media print`` blocks; the PDF leaves out
+    ``@media screen ...`` blocks (WeasyPrint would only warn about their media features). The
+    report rule's params carry a digest of the screen part (:func:`screen_digest`), so an edit
+    confined to print rules changes nothing the HTML rule sees and only the PDF is re-rendered.
+    """
+    if medium not in MEDIA:
+        raise ValueError(f"unknown medium {medium!r}; known: {', '.join(MEDIA)}")
+    nodes = tinycss2.parse_stylesheet(css, skip_comments=True, skip_whitespace=False)
+    return tinycss2.serialize(n for n in nodes if _media_only(n) in (None, medium))
+
+
+def screen_digest(css_path: str | Path) -> str:
+    return hashlib.sha256(stylesheet_for(Path(css_path).read_text(), "screen").encode()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- sections
+
+
+def _read_result(path: str | Path, what: str) -> Any:
+    try:
+        return read_json(path)
+    except FileNotFoundError:
+        raise ReportError(f"{path}: {what} file is missing") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ReportError(f"{path}: {what} file is not valid JSON ({e})") from None
+
+
+def _require(entry: Any, keys: tuple[str, ...], kind: str, index: int, origin: str) -> None:
+    if not isinstance(entry, dict):
+        raise ReportError(f"{origin}: {kind} {index} is not an object")
+    missing = [k for k in keys if k not in entry]
+    if missing:
+        name = entry.get("id", index)
+        raise ReportError(f"{origin}: {kind} {name!r} lacks {', '.join(missing)}")
+
+
+def check_metrics(metrics: Any, origin: str) -> dict:
+    """The section contract (CONTRIBUTING.md): figures and tables well formed, files present."""
+    if not isinstance(metrics, dict):
+        raise ReportError(f"{origin}: metrics must be a JSON object, got {type(metrics).__name__}")
+    for kind, keys, files in (
+        ("figure", ("id", "png", "caption"), ("png", "svg")),
+        ("table", ("id", "title", "csv", "columns", "rows"), ("csv",)),
+    ):
+        entries = metrics.get(f"{kind}s", [])
+        if not isinstance(entries, list):
+            raise ReportError(f"{origin}: '{kind}s' must be a list")
+        seen = set()
+        for i, entry in enumerate(entries):
+            _require(entry, keys, kind, i, origin)
+            if entry["id"] in seen:
+                raise ReportError(f"{origin}: {kind} id {entry['id']!r} appears twice")
+            seen.add(entry["id"])
+            for key in files:
+                if entry.get(key) is not None and not Path(entry[key]).is_file():
+                    raise ReportError(
+                        f"{origin}: {kind} {entry['id']!r} names {key} {entry[key]}, "
+                        "which does not exist"
+                    )
+            if kind == "table":
+                width = len(entry["columns"])
+                for r, row in enumerate(entry["rows"]):
+                    if not isinstance(row, list) or len(row) != width:
+                        raise ReportError(
+                            f"{origin}: table {entry['id']!r} row {r} does not have "
+                            f"{width} cells like its columns"
+                        )
+    return metrics
+
+
+def _downloads(sec_id: str, sources: dict[str, str | None]) -> dict[str, dict[str, str]]:
+    """Where each of a figure's or table's files is offered, relative to the report folder."""
+    return {
+        label: {"source": str(src), "href": f"{FILES}/{slug(sec_id)}/{Path(src).name}"}
+        for label, src in sources.items()
+        if src is not None
+    }
+
+
+def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict]]:
+    """Read each section's metrics and claims; number figures and tables in report order.
+
+    Returns the sections (JSON-serialisable: the context both media render) and the merged
+    ledger in section order. A malformed file is a :class:`ReportError` naming it.
+    """
+    loaded, ledger = [], []
+    claim_origin: dict[str, str] = {}
+    fig_no = table_no = 0
+    for number, sec in enumerate(sections, start=1):
+        sid = sec["id"]
+        metrics = check_metrics(_read_result(sec["metrics"], "metrics"), sec["metrics"])
+        claims = check_ledger(_read_result(sec["claims"], "claims"), origin=sec["claims"])
+        figures, tables = {}, {}
+        for fig in metrics.get("figures", []):
+            fig_no += 1
+            figures[fig["id"]] = {
+                **fig,
+                "number": fig_no,
+                "anchor": f"fig-{slug(sid)}-{slug(fig['id'])}",
+                "downloads": _downloads(sid, {"PNG": fig["png"], "SVG": fig.get("svg")}),
+            }
+        for tab in metrics.get("tables", []):
+            table_no += 1
+            tables[tab["id"]] = {
+                **tab,
+                "number": table_no,
+                "anchor": f"tab-{slug(sid)}-{slug(tab['id'])}",
+                "downloads": _downloads(sid, {"CSV": tab["csv"]}),
+            }
+        for c in claims:
+            if c["id"] in claim_origin:
+                raise ReportError(
+                    f"{sec['claims']}: claim id {c['id']!r} is also in {claim_origin[c['id']]}"
+                )
+            claim_origin[c["id"]] = sec["claims"]
+        ledger += claims
+        loaded.append(
+            {
+                "id": sid,
+                "number": number,
+                "anchor": f"sec-{slug(sid)}",
+                "m": metrics,
+                "figures": figures,
+                "tables": tables,
+            }
+        )
+    # A claim links to the section that shows its evidence: that section must be in the report.
+    anchors = {s["id"]: s for s in loaded}
+    for c in ledger:
+        if c["section"] not in anchors:
+            raise ReportError(
+                f"{claim_origin[c['id']]}: claim {c['id']!r} names section {c['section']!r}, "
+                f"which is not in the report ({', '.join(anchors) or 'no sections'})"
+            )
+    for s in loaded:
+        s["claims"] = [c for c in ledger if c["section"] == s["id"]]
+    return loaded, ledger
+
+
+def _check_download_names(loaded: list[dict]) -> None:
+    """Two files offered under one name would overwrite each other in the files folder."""
+    sources: dict[str, str] = {}
+    for sec in loaded:
+        for item in [*sec["figures"].values(), *sec["tables"].values()]:
+            for d in item["downloads"].values():
+                if sources.setdefault(d["href"], d["source"]) != d["source"]:
+                    raise ReportError(
+                        f"section {sec['id']}: {d['source']} and {sources[d['href']]} would "
+                        f"both be offered as {d['href']}; give them different file names"
+                    )
+
+
+# ----------------------------------------------------------------------------- provenance
 
 
 def environment_info() -> dict[str, Any]:
@@ -88,37 +289,148 @@ def environment_info() -> dict[str, Any]:
     return info
 
 
-def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict]]:
-    """Read each section's metrics and claims; number figures and tables in report order."""
-    loaded, ledger = [], []
-    fig_no = table_no = 0
-    for number, sec in enumerate(sections, start=1):
-        metrics = read_json(sec["metrics"])
-        if not isinstance(metrics, dict):
-            raise ValueError(f"{sec['metrics']}: metrics must be a JSON object")
-        claims = check_ledger(read_json(sec["claims"]), origin=sec["claims"])
-        figures = {}
-        for fig in metrics.get("figures", []):
-            fig_no += 1
-            figures[fig["id"]] = {
-                **fig,
-                "number": fig_no,
-                "anchor": f"fig-{sec['id']}-{fig['id']}",
-                "src": data_uri(fig["png"]),
+def installed_packages() -> dict[str, Any]:
+    """``pip freeze`` of the interpreter rendering the report (the one the jobs ran in).
+
+    Falls back to the installed distributions' metadata where pip is absent (some conda
+    environments), and says which it used.
+    """
+    proc = subprocess.run(
+        [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, check=False
+    )
+    if proc.returncode == 0 and proc.stdout.strip():
+        return {"source": "pip freeze", "lines": proc.stdout.split("\n")[:-1]}
+    names = {(d.metadata["Name"] or "?", d.version) for d in metadata.distributions()}
+    lines = [f"{n}=={v}" for n, v in sorted(names, key=lambda nv: nv[0].lower())]
+    return {"source": "importlib.metadata (pip unavailable)", "lines": lines}
+
+
+def invocation_start(log_dir: str | Path) -> datetime | None:
+    """When the Snakemake invocation that is rendering the report started (UTC).
+
+    Every ``snakemake`` run that executes jobs opens ``.snakemake/log/<start>.snakemake.log``,
+    named by its local start time (jobs that Snakemake runs on its behalf, locally or on a
+    cluster, open none), and the working directory is locked, so the newest such file belongs
+    to the invocation running this job. None if there is no log (then nobody can tell).
+    """
+    logs = sorted(Path(log_dir).glob("*.snakemake.log")) if Path(log_dir).is_dir() else []
+    if not logs:
+        return None
+    stamp = logs[-1].name.removesuffix(".snakemake.log")
+    for fmt in ("%Y-%m-%dT%H%M%S.%f", "%Y-%m-%dT%H%M%S"):
+        try:
+            local = datetime.strptime(stamp, fmt)
+        except ValueError:
+            continue
+        return datetime.fromtimestamp(local.timestamp(), tz=UTC)
+    return None
+
+
+def _pattern_regex(pattern: str) -> re.Pattern:
+    """A regex for a Snakemake file pattern: ``{name}`` or ``{name,constraint}`` wildcards."""
+    regex, seen = "", set()
+    for i, part in enumerate(re.split(r"\{([^{}]+)\}", pattern)):
+        if i % 2 == 0:
+            regex += re.escape(part)
+            continue
+        name, _, constraint = (s.strip() for s in part.partition(","))
+        regex += f"(?P={name})" if name in seen else f"(?P<{name}>{constraint or '.+'})"
+        seen.add(name)
+    return re.compile(regex)
+
+
+def _rule_of(path: str, patterns: dict[str, str]) -> tuple[str | None, str]:
+    """The rule whose ``benchmark:`` pattern names ``path``, and the job's wildcards.
+
+    Where several patterns match, the one with most literal text is the most specific.
+    """
+    best = None
+    for rule, pattern in patterns.items():
+        match = _pattern_regex(pattern).fullmatch(path)
+        if match:
+            literal = len(re.sub(r"\{[^{}]+\}", "", pattern))
+            if best is None or literal > best[0]:
+                best = (literal, rule, match.groupdict())
+    if best is None:
+        return None, ""
+    return best[1], ", ".join(f"{k}={v}" for k, v in best[2].items())
+
+
+def _tsv_number(records: list[dict], key: str, reduce) -> float | None:
+    values = []
+    for r in records:
+        try:
+            values.append(float(r[key]))
+        except (KeyError, TypeError, ValueError):  # "NA" when a job ended before sampling
+            pass
+    return reduce(values) if values else None
+
+
+def read_benchmarks(
+    folder: str | Path,
+    rule_patterns: dict[str, str],
+    started: datetime | None,
+    ignore: tuple[str, ...] = (),
+) -> list[dict[str, Any]]:
+    """Wall time and peak memory per job from Snakemake's ``benchmark:`` files.
+
+    ``rule_patterns`` maps each rule to its benchmark pattern, so each file is attributed to
+    its rule and wildcards. A job *ran* in this invocation if its benchmark file (written when
+    the job ends) is newer than the invocation's start; otherwise its outputs were reused.
+    ``ignore`` lists files to leave out (the report's own, which are written after it renders).
+    """
+    rows = []
+    for path in sorted(Path(folder).glob("**/*.tsv")):
+        name = path.as_posix()
+        if name in ignore:
+            continue
+        with open(path, newline="") as f:
+            records = list(csv.DictReader(f, delimiter="\t"))
+        if not records:
+            continue
+        finished = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+        rule, wildcards = _rule_of(name, rule_patterns)
+        rows.append(
+            {
+                "file": name,
+                "rule": rule,
+                "wildcards": wildcards,
+                # Mean over `repeat(...)` runs; the peak is the largest of them.
+                "seconds": _tsv_number(records, "s", lambda v: sum(v) / len(v)),
+                "max_rss_mb": _tsv_number(records, "max_rss", max),
+                "finished": finished.isoformat(timespec="seconds"),
+                "ran": None if started is None else finished >= started,
             }
-        tables = {}
-        for tab in metrics.get("tables", []):
-            table_no += 1
-            tables[tab["id"]] = {**tab, "number": table_no, "anchor": f"tab-{sec['id']}-{tab['id']}"}
-        for c in claims:
-            c = {**c, "section": sec["id"], "section_number": number}
-            ledger.append(c)
-        loaded.append({
-            "id": sec["id"], "number": number, "anchor": f"sec-{sec['id']}",
-            "m": metrics, "figures": figures, "tables": tables,
-            "claims": [c for c in ledger if c["section"] == sec["id"]],
-        })
-    return loaded, ledger
+        )
+    rows.sort(key=lambda r: (r["rule"] is None, r["rule"] or "", r["wildcards"], r["file"]))
+    return rows
+
+
+def job_summary(rows: list[dict], started: datetime | None) -> dict[str, Any]:
+    seconds = [r["seconds"] for r in rows if r["seconds"] is not None]
+    rss = [r["max_rss_mb"] for r in rows if r["max_rss_mb"] is not None]
+    return {
+        "started": started.isoformat(timespec="seconds") if started else None,
+        "jobs": len(rows),
+        "ran": sum(r["ran"] is True for r in rows),
+        "reused": sum(r["ran"] is False for r in rows),
+        "total_seconds": sum(seconds) if seconds else None,
+        "peak_rss_mb": max(rss) if rss else None,
+    }
+
+
+def _seeds(config: dict, loaded: list[dict]) -> list[dict[str, Any]]:
+    """The base seed, and any seeds a section says it derived from it."""
+    seeds = [{"where": "config (base seed)", "value": config.get("seed")}]
+    for s in loaded:
+        for key in ("seeds", "seed"):
+            if key in s["m"]:
+                seeds.append({"where": s["id"], "value": s["m"][key]})
+                break
+    return seeds
+
+
+# ----------------------------------------------------------------------------- context
 
 
 def make_env(template_dir: str | Path) -> Environment:
@@ -131,35 +443,145 @@ def make_env(template_dir: str | Path) -> Environment:
     )
     env.filters["num"] = fmt_number
     env.filters["measured"] = fmt_measured
+    env.filters["slug"] = slug
+    env.filters["breakable"] = breakable
     return env
 
 
-def render(
+def _section_module(env: Environment, section_id: str):
+    return env.get_template(f"sections/{section_id}.html.j2").make_module()
+
+
+def build_context(
     template_dir: str | Path,
     sections: list[dict[str, str]],
     config: dict,
     git: dict,
     benchmarks_dir: str | Path,
-) -> tuple[str, list[dict]]:
-    """The HTML page and the merged claims ledger."""
-    env = make_env(template_dir)
+    benchmark_rules: dict[str, str],
+    log_dir: str | Path,
+    ignore_benchmarks: tuple[str, ...] = (),
+) -> dict[str, Any]:
+    """Everything the report shows, as plain JSON data (``data.json``); both media render it."""
+    config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
+    _check_download_names(loaded)
+    env = make_env(template_dir)
     for sec in loaded:
-        module = env.get_template(f"sections/{sec['id']}.html.j2").make_module()
-        sec["title"] = str(module.title()).strip()
-        sec["body"] = Markup(module.body(sec))
-    counts = {v: sum(c["verdict"] == v for c in ledger) for v in ("pass", "fail", "n/a")}
-    devices = sorted({str(s["m"]["device"]) for s in loaded if "device" in s["m"]})
-    html = env.get_template("index.html.j2").render(
-        sections=loaded,
-        claims=ledger,
-        counts=counts,
-        config=config,
-        config_yaml=yaml.safe_dump(config, sort_keys=False),
-        config_hash=config_hash(config),
-        git=git,
-        env=environment_info(),
-        devices=devices,
-        benchmarks=read_benchmarks(benchmarks_dir),
+        # Plain text: the ledger and the PDF test name sections by it. Each medium renders
+        # the title's markup itself (render()).
+        sec["title"] = Markup(_section_module(env, sec["id"]).title()).striptags()
+    by_id = {s["id"]: s for s in loaded}
+    claims = [
+        {
+            **c,
+            "section_title": by_id[c["section"]]["title"],
+            "section_number": by_id[c["section"]]["number"],
+            "section_anchor": by_id[c["section"]]["anchor"],
+        }
+        for c in ledger
+    ]
+    started = invocation_start(log_dir)
+    jobs = read_benchmarks(benchmarks_dir, benchmark_rules, started, ignore_benchmarks)
+    return {
+        "generated": datetime.now(UTC).isoformat(timespec="seconds"),
+        "config": config,
+        "config_yaml": yaml.safe_dump(config, sort_keys=False),
+        "config_hash": config_hash(config),
+        "git": git,
+        "env": environment_info(),
+        "packages": installed_packages(),
+        "devices": sorted({str(s["m"]["device"]) for s in loaded if "device" in s["m"]}),
+        "seeds": _seeds(config, loaded),
+        "sections": loaded,
+        "ledger": ledger,
+        "claims": claims,
+        "counts": {v: sum(c["verdict"] == v for c in ledger) for v in ("pass", "fail", "n/a")},
+        "jobs": jobs,
+        "job_summary": job_summary(jobs, started),
+        "links": {"pdf": PDF_NAME, "data": DATA_NAME, "claims": f"{FILES}/claims.json"},
+    }
+
+
+def copy_downloads(context: dict, report_dir: str | Path, claims_path: str | Path) -> None:
+    """Copy every offered file (and the merged ledger) under the report folder's files/."""
+    report_dir = Path(report_dir)
+    copies = {context["links"]["claims"]: claims_path}
+    for sec in context["sections"]:
+        for item in [*sec["figures"].values(), *sec["tables"].values()]:
+            copies.update({d["href"]: d["source"] for d in item["downloads"].values()})
+    for href, source in copies.items():
+        dest = report_dir / href
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source, dest)
+
+
+# ----------------------------------------------------------------------------- rendering
+
+
+def _figure_src(fig: dict, medium: str) -> str:
+    """Screen: the PNG, embedded. Print: the SVG (vector) from the files folder, relative to
+    the report folder (WeasyPrint's base URL); the PNG where a figure has no SVG."""
+    if medium == "screen":
+        return data_uri(fig["png"])
+    best = fig["downloads"].get("SVG") or fig["downloads"]["PNG"]
+    return best["href"]
+
+
+def render(context: dict, template_dir: str | Path, medium: str, css: str) -> str:
+    """The report as HTML for ``medium``, with the stylesheet ``css`` inlined."""
+    env = make_env(template_dir)
+    sections = []
+    for sec in context["sections"]:
+        figures = {k: {**f, "src": _figure_src(f, medium)} for k, f in sec["figures"].items()}
+        s = {**sec, "figures": figures}
+        module = _section_module(env, sec["id"])
+        s["title"] = Markup(module.title()).strip()
+        s["body"] = Markup(module.body(s))
+        sections.append(s)
+    return env.get_template("index.html.j2").render(
+        **{**context, "sections": sections},
+        medium=medium,
+        # Our own stylesheet, not data: inlined as is (escaping would break `a > b`).
+        css=Markup(stylesheet_for(css, medium)),
     )
-    return html, ledger
+
+
+class _Collect(logging.Handler):
+    """Keeps the errors a logger reports, to act on them after the call that logged them."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.messages: list[str] = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
+
+
+def write_pdf(html: str, base_url: str | Path, pdf_path: str | Path) -> int:
+    """Lay out the print HTML with WeasyPrint into ``pdf_path``; return the page count.
+
+    Only ``file:`` and ``data:`` URLs are fetched, so the PDF, like the page, depends on
+    nothing outside the run. WeasyPrint reports a resource it cannot load (a missing figure)
+    as a logged error and carries on; here that fails the job instead of leaving a hole.
+    """
+    from weasyprint import HTML
+    from weasyprint.urls import URLFetcher
+
+    errors = _Collect()
+    logger = logging.getLogger("weasyprint")
+    logger.addHandler(errors)
+    try:
+        fetcher = URLFetcher(allowed_protocols={"file", "data"})
+        document = HTML(
+            string=html, base_url=str(Path(base_url).resolve()) + "/", url_fetcher=fetcher
+        ).render(pdf_tags=True)
+    finally:
+        logger.removeHandler(errors)
+    if errors.messages:
+        raise ReportError(
+            f"{pdf_path}: WeasyPrint could not lay out the report: " + "; ".join(errors.messages)
+        )
+    with atomic_path(pdf_path) as tmp:
+        document.write_pdf(tmp, pdf_tags=True)
+    return len(document.pages)

@@ -1,40 +1,95 @@
-# The report: merges every section's claims into results/claims.json and renders the HTML.
+# The report. Rule `report` gathers every section's results into results/report/data.json,
+# renders the page (index.html, figures embedded) with every figure and table offered under
+# files/, and merges results/claims.json. Rule `report_pdf` lays out report.pdf from data.json
+# with the same templates and stylesheet, so a change to print styling alone re-renders only
+# the PDF. `snakemake --report` builds Snakemake's own report from the report(...) outputs.
 from pathlib import Path
 
-REPORT_TEMPLATES = sorted(str(p) for p in Path(workflow.basedir, "report_templates").rglob("*") if p.is_file())
+from posenc.report import screen_digest
+
+TEMPLATE_DIR = Path(workflow.basedir, "report_templates")
+REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2"))
+STYLESHEET = str(TEMPLATE_DIR / "style.css")
+REPORT_RULES = ("report", "report_pdf")
 
 
-def section_inputs(wildcards):
-    return [str(f) for rule in SECTIONS.values() for f in rule.output]
-
-
-def section_list(wildcards):
-    return [
-        {"id": name, "metrics": str(rule.output.metrics), "claims": str(rule.output.claims)}
-        for name, rule in SECTIONS.items()
-    ]
+report: "../report_templates/snakemake/workflow.rst"
 
 
 rule report:
     input:
-        sections=section_inputs,
+        # Lazily: analyses' rule files may be included after this one.
+        sections=lambda w: [str(f) for rule in SECTIONS.values() for f in rule.output],
         templates=REPORT_TEMPLATES,
+        # The page uses only the screen part of the stylesheet, tracked by content in
+        # params.screen_css; ancient() keeps the file's mtime from re-rendering the page when
+        # only print rules (@page, @media print) changed.
+        stylesheet=ancient(STYLESHEET),
     output:
         html="results/report/index.html",
-        claims="results/claims.json",
+        data="results/report/data.json",
+        files=directory("results/report/files"),
+        claims=report(
+            "results/claims.json",
+            caption="../report_templates/snakemake/claims.rst",
+            category="Report",
+        ),
     params:
-        sections=section_list,
+        sections=lambda w: [
+            {"id": name, "metrics": str(rule.output.metrics), "claims": str(rule.output.claims)}
+            for name, rule in SECTIONS.items()
+        ],
         config=config,
         git=git_state(),
         # Read at render time: every job's benchmark file is written before the report runs
-        # (it depends on every section), so wall time per rule is complete.
+        # (it depends on every section), so wall time per rule is complete. Jobs that ran in
+        # this invocation are told apart from reused ones by comparing each file's mtime with
+        # the start of the invocation, read from Snakemake's log in .snakemake/log.
         benchmarks="results/benchmarks",
-        templates=str(Path(workflow.basedir, "report_templates")),
+        # Each rule's benchmark pattern, so the job table names the rule behind each file.
+        benchmark_rules=lambda w: {
+            r.name: str(r.benchmark)
+            for r in workflow.rules
+            if r.benchmark is not None and r.name not in REPORT_RULES
+        },
+        own_benchmarks=[bench_path(r) for r in REPORT_RULES],
+        snakemake_logs=".snakemake/log",
+        # The templates' folder, where the stylesheet sits.
+        templates=lambda w, input: str(Path(input.stylesheet).parent),
+        screen_css=screen_digest(STYLESHEET),
     log:
         log_path("report"),
+    benchmark:
+        bench_path("report")
     threads: 1
     resources:
         mem_mb=1000,
         runtime=10,
     script:
         "../analyses/report.py"
+
+
+rule report_pdf:
+    input:
+        data="results/report/data.json",
+        files="results/report/files",
+        templates=REPORT_TEMPLATES,
+        stylesheet=STYLESHEET,
+    output:
+        pdf=report(
+            "results/report/report.pdf",
+            caption="../report_templates/snakemake/report_pdf.rst",
+            category="Report",
+        ),
+    params:
+        templates=lambda w, input: str(Path(input.stylesheet).parent),
+    log:
+        log_path("report_pdf"),
+    benchmark:
+        bench_path("report_pdf")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../analyses/report_pdf.py"

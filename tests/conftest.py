@@ -1,0 +1,48 @@
+"""Shared fixtures. ``test_run`` runs the whole workflow on config/test.yaml once per test
+session, so every test that needs results (end to end, browser, PDF) shares one run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from workflow_utils import copy_workflow, snakemake
+
+
+@pytest.fixture(scope="session")
+def test_run(tmp_path_factory) -> Path:
+    """The folder holding ``results/`` of a finished run of ``rule all`` on the test config,
+    in a fresh copy of the sources (the checkout's own results/ are never touched).
+
+    ``POSENC_TEST_RUN=<folder>`` reuses a finished run there instead, as it is: nothing is
+    copied or run. For iterating on tests, or for checking a report CI has just built.
+    """
+    reuse = os.environ.get("POSENC_TEST_RUN")
+    if reuse:
+        folder = Path(reuse).resolve()
+        if not (folder / "results/report/index.html").is_file():
+            pytest.fail(f"POSENC_TEST_RUN={reuse}: no results/report/index.html there")
+        return folder
+    workdir = copy_workflow(tmp_path_factory.mktemp("test_run"))
+    snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
+    return workdir
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Show the claims that tests compute about the report (``report.self_contained``,
+    ``report.pdf_complete``, recorded with ``record_property``) at the end of the run, where
+    CI's log shows them. They are test output, not part of the workflow's ledger."""
+    claims = sorted(
+        {
+            (key, str(value))
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            for key, value in getattr(report, "user_properties", ())
+            if key.startswith("report.")
+        }
+    )
+    if claims:
+        terminalreporter.section("claims checked by the tests")
+        for key, value in claims:
+            terminalreporter.write_line(f"{key}: {value}")

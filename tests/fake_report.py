@@ -1,0 +1,125 @@
+"""A small, real report built in a temporary folder, for the renderer's tests: sections that
+follow the contract in CONTRIBUTING.md (metrics.json with figures and tables, claims.json),
+with section templates beside a copy of the real report_templates/."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+
+from posenc.claims import claim
+from posenc.io import save_figure, write_csv, write_json
+
+ROOT = Path(__file__).resolve().parents[1]
+
+SECTION_TEMPLATE = """\
+{% from "partials.html.j2" import figure, table, ref, tref, claims_box %}
+{% macro title() %}TITLE{% endmacro %}
+{% macro body(s) %}
+<p>See REFS.</p>
+FIGURES
+TABLES
+{{ claims_box(s) }}
+{% endmacro %}
+"""
+
+
+def make_templates(root: Path, sections: dict[str, dict]) -> Path:
+    """A copy of report_templates/ with one section template per fake section."""
+    templates = root / "templates"
+    shutil.copytree(ROOT / "report_templates", templates, ignore=shutil.ignore_patterns("sections"))
+    (templates / "sections").mkdir()
+    for sid, spec in sections.items():
+        text = (
+            SECTION_TEMPLATE.replace("TITLE", spec.get("title", sid.title()))
+            .replace("REFS", " and ".join(f"{{{{ ref(s.figures.{f}) }}}}" for f in spec["figures"]))
+            .replace(
+                "FIGURES", "\n".join(f"{{{{ figure(s.figures.{f}) }}}}" for f in spec["figures"])
+            )
+            .replace("TABLES", "\n".join(f"{{{{ table(s.tables.{t}) }}}}" for t in spec["tables"]))
+        )
+        (templates / "sections" / f"{sid}.html.j2").write_text(text)
+    return templates
+
+
+def make_section(
+    root: Path,
+    sid: str,
+    figures: list[str],
+    tables: list[str],
+    claims: list[dict],
+    caption: str = "A curve.",
+    cell: object = 0.5,
+) -> dict[str, str]:
+    """Write one section's results under ``root/results/<sid>``; return its entry for the
+    report rule's ``sections`` list."""
+    out = root / "results" / sid
+    out.mkdir(parents=True)
+    metrics = {"device": "cpu (test)", "seed": 3, "figures": [], "tables": []}
+    for fid in figures:
+        fig, ax = plt.subplots(figsize=(4, 2.5))
+        ax.plot([0, 1, 2], [0, 1, 4])
+        png, svg = out / f"{fid}.png", out / f"{fid}.svg"
+        save_figure(fig, png, svg, dpi=50)
+        metrics["figures"].append({"id": fid, "png": str(png), "svg": str(svg), "caption": caption})
+    for tid in tables:
+        csv = out / f"{tid}.csv"
+        write_csv(csv, [{"x": 1, "y": cell}])
+        metrics["tables"].append(
+            {
+                "id": tid,
+                "title": f"Table {tid}",
+                "csv": str(csv),
+                "columns": ["x", "y"],
+                "rows": [[1, cell]],
+            }
+        )
+    write_json(out / "metrics.json", metrics)
+    write_json(out / "claims.json", claims)
+    return {"id": sid, "metrics": str(out / "metrics.json"), "claims": str(out / "claims.json")}
+
+
+def passing(cid: str, section: str, statement: str = "It holds.") -> dict:
+    return claim(cid, statement, 0.5, "below 1", True, "a paper", section)
+
+
+def failing(cid: str, section: str) -> dict:
+    return claim(
+        cid, "It should hold.", {"error": 0.2}, "error below 0.1", False, "an issue", section
+    )
+
+
+def corrupt(path: str | Path, text: str) -> None:
+    Path(path).write_text(text)
+
+
+def two_sections(root: Path, config_name: str = "test") -> dict:
+    """Two sections (three figures, three tables, three claims, one failing), their
+    templates, and everything else :func:`posenc.report.build_context` needs."""
+    spec = {
+        "alpha": {"title": "Alpha analysis", "figures": ["curve", "heat"], "tables": ["cases"]},
+        "beta": {"title": "Beta analysis", "figures": ["decay"], "tables": ["t1", "t2"]},
+    }
+    sections = [
+        make_section(
+            root,
+            "alpha",
+            ["curve", "heat"],
+            ["cases"],
+            [passing("alpha.one", "alpha"), failing("alpha.two", "alpha")],
+        ),
+        make_section(root, "beta", ["decay"], ["t1", "t2"], [passing("beta.one", "beta")]),
+    ]
+    (root / "results" / "benchmarks").mkdir(parents=True)
+    (root / ".snakemake" / "log").mkdir(parents=True)
+    return {
+        "template_dir": make_templates(root, spec),
+        "sections": sections,
+        "config": {"name": config_name, "seed": 0, "encodings": ["rope", "alibi"]},
+        "git": {"commit": "0123456789abcdef", "dirty": False},
+        "benchmarks_dir": root / "results" / "benchmarks",
+        "benchmark_rules": {},
+        "log_dir": root / ".snakemake" / "log",
+    }

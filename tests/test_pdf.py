@@ -1,0 +1,238 @@
+"""The PDF as a reader gets it: every section, the claims table and every figure present,
+bookmarks and contents page numbers that lead to the right pages, nothing running off the
+page. First on a fake report (seconds), then on the test-config run's report.pdf.
+
+Records ``report.pdf_complete`` (every section in the PDF) as test output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pdfplumber
+import pytest
+from fake_report import two_sections
+from workflow_utils import snakemake
+
+from posenc.report import ReportError, build_context, copy_downloads, render, write_pdf
+
+ROOT = Path(__file__).resolve().parents[1]
+MM = 72 / 25.4  # PDF points per millimetre
+TOLERANCE = 1.0  # points: rounding in the layout
+
+
+def flat(text: str) -> str:
+    """Text with <wbr> joints and line breaks gone, for finding identifiers that wrapped."""
+    return re.sub(r"\s+", "", text.replace("\u200b", ""))
+
+
+def words(text: str) -> str:
+    return " ".join(text.replace("\u200b", "").split())
+
+
+def page_margins_mm(css: str) -> tuple[float, float, float, float]:
+    """Top, right, bottom, left margins of the stylesheet's ``@page`` rule, in mm (the CSS
+    shorthand: one to four values)."""
+    declaration = re.search(r"@page\s*\{[^}]*?\bmargin:\s*([^;]+);", css)
+    v = [float(value.removesuffix("mm")) for value in declaration.group(1).split()]
+    top, right, bottom, left = {1: v * 4, 2: v * 2, 3: [*v, v[1]], 4: v}[len(v)]
+    return top, right, bottom, left
+
+
+class Pdf:
+    """What the tests read from a PDF: text per page, bookmarks with their pages, and the
+    figures that were drawn (tagged /Figure marked content holding drawings or images)."""
+
+    def __init__(self, path: Path):
+        with pdfplumber.open(path) as pdf:
+            self.pages = [p.extract_text() or "" for p in pdf.pages]
+            self.sizes = [(p.width, p.height) for p in pdf.pages]
+            page_of = {p.page_obj.pageid: i + 1 for i, p in enumerate(pdf.pages)}
+            self.bookmarks = [
+                (level, title, page_of.get(dest[0].objid) if dest else None)
+                for level, title, dest, _, _ in pdf.doc.get_outlines()
+            ]
+            self.figures = set()
+            self.objects = []
+            for number, page in enumerate(pdf.pages, start=1):
+                for kind in ("rect", "line", "curve", "image", "char"):
+                    for obj in page.objects.get(kind, []):
+                        self.objects.append((number, kind, obj))
+                        if obj.get("tag") == "Figure" and kind != "char":
+                            self.figures.add((number, obj.get("mcid")))
+
+    @property
+    def text(self) -> str:
+        return "\n".join(self.pages)
+
+    def contents(self) -> dict[str, int]:
+        """The table of contents: entry title -> the page number it gives."""
+        start = next(i for i, text in enumerate(self.pages) if "Contents" in text)
+        entries = {}
+        for line in self.pages[start].splitlines():
+            match = re.fullmatch(r"(.*?)\s*\.{3,}\s*(\d+)", line.strip())
+            if match:
+                entries[match.group(1).strip(". ")] = int(match.group(2))
+        return entries
+
+
+# ----------------------------------------------------------------------------- fake report
+
+
+@pytest.fixture
+def fake_pdf(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake = two_sections(tmp_path)
+    context = build_context(**fake)
+    report_dir = tmp_path / "results" / "report"
+    claims = tmp_path / "results" / "claims.json"
+    claims.write_text(json.dumps(context["ledger"]))
+    copy_downloads(context, report_dir, claims)
+    css = (ROOT / "report_templates" / "style.css").read_text()
+    html = render(context, fake["template_dir"], "print", css)
+    pdf = report_dir / "report.pdf"
+    pages = write_pdf(html, report_dir, pdf)
+    return Pdf(pdf), pages, fake
+
+
+def test_fake_report_pdf_has_sections_figures_bookmarks_and_page_numbers(fake_pdf):
+    pdf, pages, _ = fake_pdf
+    assert pages == len(pdf.pages) >= 5  # contents, claims, two sections, provenance
+    level_one = {title: page for level, title, page in pdf.bookmarks if level == 1}
+    assert list(level_one) == ["Claims", "1 Alpha analysis", "2 Beta analysis", "Provenance"]
+    contents = pdf.contents()
+    for title, page in level_one.items():
+        assert contents[title] == page, title
+        assert title in words(pdf.pages[page - 1]), title
+    assert len(pdf.figures) == 3
+    assert f"Page 1 of {pages}" in pdf.pages[0]
+    for n in (1, 2, 3):
+        assert f"Figure {n}." in pdf.text
+
+
+def test_the_pdf_fetches_nothing_remote(fake_pdf, tmp_path):
+    _, _, fake = fake_pdf
+    template = fake["template_dir"] / "sections" / "alpha.html.j2"
+    # Port 9 (discard) on this machine: nothing would leave it even if the fetch were tried.
+    template.write_text(
+        template.read_text().replace("<p>See", '<p><img src="http://127.0.0.1:9/x.png">See')
+    )
+    context = build_context(**fake)
+    html = render(context, fake["template_dir"], "print", "")
+    with pytest.raises(ReportError, match="127.0.0.1:9"):
+        write_pdf(html, tmp_path / "results" / "report", tmp_path / "out.pdf")
+    assert not (tmp_path / "out.pdf").exists()
+
+
+# ----------------------------------------------------------------------------- test-config run
+
+
+@pytest.fixture(scope="module")
+def run_pdf(test_run):
+    report = test_run / "results" / "report"
+    data = json.loads((report / "data.json").read_text())
+    return Pdf(report / "report.pdf"), data, test_run
+
+
+@pytest.mark.slow
+def test_every_section_is_in_the_pdf(run_pdf, record_property):
+    pdf, data, _ = run_pdf
+    text = words(pdf.text)
+    missing = [s["title"] for s in data["sections"] if words(s["title"]) not in text]
+    record_property("report.pdf_complete", "fail" if missing or not data["sections"] else "pass")
+    assert data["sections"] and not missing
+    bookmarks = [title for level, title, _ in pdf.bookmarks if level == 1]
+    assert bookmarks == [
+        "Claims",
+        *(f"{s['number']} {words(s['title'])}" for s in data["sections"]),
+        "Provenance",
+    ]
+
+
+@pytest.mark.slow
+def test_the_pdf_has_enough_pages_and_numbers_them(run_pdf, record_property):
+    pdf, data, _ = run_pdf
+    pages = len(pdf.pages)
+    record_property("report.pdf_pages", pages)
+    # Contents, claims, one page at least per section (each starts a page), provenance.
+    assert pages >= 3 + len(data["sections"])
+    for number, text in enumerate(pdf.pages, start=1):
+        assert f"Page {number} of {pages}" in text
+
+
+@pytest.mark.slow
+def test_the_claims_table_is_in_the_pdf(run_pdf):
+    pdf, data, _ = run_pdf
+    claims_page = next(text for text in pdf.pages if text.startswith("Claims"))
+    assert "Claim Verdict Statement Measured Expected Evidence" in words(claims_page)
+    every_page = flat(pdf.text)
+    for claim in data["claims"]:
+        assert flat(claim["id"]) in every_page, claim["id"]
+
+
+@pytest.mark.slow
+def test_every_figure_is_drawn_in_the_pdf(run_pdf):
+    pdf, data, _ = run_pdf
+    figures = [f for s in data["sections"] for f in s["figures"].values()]
+    assert len(pdf.figures) == len(figures) > 0
+    for figure in figures:
+        assert f"Figure {figure['number']}." in pdf.text
+
+
+@pytest.mark.slow
+def test_contents_page_numbers_lead_to_the_sections(run_pdf):
+    pdf, data, _ = run_pdf
+    contents = pdf.contents()
+    titles = ["Claims", *(f"{s['number']} {words(s['title'])}" for s in data["sections"])]
+    for title in [*titles, "Provenance"]:
+        page = contents[title]
+        assert title in words(pdf.pages[page - 1]), (title, page)
+    bookmark_pages = {title: page for level, title, page in pdf.bookmarks if level == 1}
+    assert {t: contents[t] for t in bookmark_pages} == bookmark_pages
+
+
+@pytest.mark.slow
+def test_nothing_runs_off_the_page(run_pdf):
+    pdf, _, test_run = run_pdf
+    top, right, bottom, left = (
+        m * MM for m in page_margins_mm((test_run / "report_templates/style.css").read_text())
+    )
+    outside = []
+    for number, kind, obj in pdf.objects:
+        width, height = pdf.sizes[number - 1]
+        if obj["x0"] < left - TOLERANCE or obj["x1"] > width - right + TOLERANCE:
+            outside.append((number, kind, obj.get("text"), round(obj["x0"]), round(obj["x1"])))
+        # Figures must fit the page's height too: a figure taller than the page is cut.
+        if obj.get("tag") == "Figure" and (
+            obj["top"] < top - TOLERANCE or obj["bottom"] > height - bottom + TOLERANCE
+        ):
+            outside.append((number, kind, "figure", round(obj["top"]), round(obj["bottom"])))
+    assert outside == []
+
+
+@pytest.mark.slow
+def test_a_print_only_style_change_rerenders_only_the_pdf(test_run):
+    if os.environ.get("POSENC_TEST_RUN"):
+        pytest.skip("asks Snakemake about the test config: only on a run this session made")
+    css = test_run / "report_templates" / "style.css"
+    saved = test_run / "style.css.saved"
+    shutil.copy2(css, saved)  # keeps the mtime, so restoring leaves the run up to date
+
+    def jobs_after(edit):
+        css.write_text(edit(saved.read_text()))
+        dry = snakemake(test_run, "-n", "--quiet", "rules", "--configfile", "config/test.yaml")
+        return set(re.findall(r"^(\w+)\s+\d+$", dry.stdout, flags=re.MULTILINE)) - {"all", "total"}
+
+    try:
+        assert jobs_after(lambda s: s.replace("size: A4;", "size: A4 portrait;")) == {"report_pdf"}
+        assert jobs_after(lambda s: s.replace("--accent: #1f5fa8", "--accent: #1f5fa9")) == {
+            "report",
+            "report_pdf",
+        }
+    finally:
+        shutil.copy2(saved, css)
+        saved.unlink()

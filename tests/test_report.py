@@ -1,0 +1,372 @@
+"""The report renderer on fake sections built in a temporary folder (tests/fake_report.py):
+escaping, numbering, the merged ledger, downloads, the stylesheet split, provenance, and a
+clear error naming the file for every malformed result."""
+
+import json
+import os
+import re
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+from fake_report import corrupt, make_section, make_templates, passing, two_sections
+
+from posenc.report import (
+    FILES,
+    build_context,
+    copy_downloads,
+    installed_packages,
+    invocation_start,
+    read_benchmarks,
+    render,
+    screen_digest,
+    stylesheet_for,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+CSS = (ROOT / "report_templates" / "style.css").read_text()
+
+
+@pytest.fixture
+def fake(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    return two_sections(tmp_path)
+
+
+def context_of(fake):
+    return build_context(**fake)
+
+
+def html_of(context, fake, medium="screen"):
+    return render(context, fake["template_dir"], medium, CSS)
+
+
+# ----------------------------------------------------------------------------- escaping
+
+
+@pytest.mark.parametrize("medium", ["screen", "print"])
+def test_text_from_config_and_results_is_escaped(tmp_path, monkeypatch, medium):
+    monkeypatch.chdir(tmp_path)
+    hostile = '<script>alert("x")</script>'
+    fake = two_sections(tmp_path, config_name=hostile)
+    fake["sections"] = [
+        make_section(
+            tmp_path,
+            "gamma",
+            ["curve"],
+            ["cases"],
+            [passing("gamma.one", "gamma", statement="<img src=x onerror=alert(1)>")],
+            caption="a < b & <b>bold</b>",
+            cell="<td>cell</td>",
+        )
+    ]
+    fake["template_dir"] = make_templates(
+        tmp_path / "g", {"gamma": {"figures": ["curve"], "tables": ["cases"]}}
+    )
+    fake["config"]["encodings"] = ["<i>rope</i>"]
+    html = html_of(context_of(fake), fake, medium)
+    # The page has no script of its own: any <script> would have come from the data.
+    assert "<script" not in html
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in html
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "a &lt; b &amp; &lt;b&gt;bold&lt;/b&gt;" in html
+    assert "&lt;td&gt;cell&lt;/td&gt;" in html
+    assert "<i>rope</i>" not in html and "&lt;i&gt;rope&lt;/i&gt;" in html
+
+
+# ----------------------------------------------------------------------------- numbering
+
+
+def test_figures_and_tables_are_numbered_in_report_order(fake):
+    context = context_of(fake)
+    alpha, beta = context["sections"]
+    assert [f["number"] for f in alpha["figures"].values()] == [1, 2]
+    assert [f["number"] for f in beta["figures"].values()] == [3]
+    assert [t["number"] for t in alpha["tables"].values()] == [1]
+    assert [t["number"] for t in beta["tables"].values()] == [2, 3]
+    assert [s["number"] for s in context["sections"]] == [1, 2]
+
+    html = html_of(context, fake)
+    for n in (1, 2, 3):
+        assert f"<strong>Figure {n}.</strong>" in html
+        assert f"<strong>Table {n}.</strong>" in html
+    # Cross-references land on the figure they name.
+    assert '<a class="xref" href="#fig-beta-decay">Figure 3</a>' in html
+    assert '<figure id="fig-beta-decay">' in html
+    assert html.index("Figure 2.") < html.index("Figure 3.")
+
+
+def test_screen_embeds_pngs_and_print_uses_the_svgs(fake):
+    context = context_of(fake)
+    screen = html_of(context, fake, "screen")
+    assert len(re.findall(r'<img src="data:image/png;base64,', screen)) == 3
+    printed = html_of(context, fake, "print")
+    assert re.findall(r'<img src="([^"]+)"', printed) == [
+        f"{FILES}/alpha/curve.svg",
+        f"{FILES}/alpha/heat.svg",
+        f"{FILES}/beta/decay.svg",
+    ]
+
+
+# ----------------------------------------------------------------------------- claims
+
+
+def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
+    context = context_of(fake)
+    assert [c["id"] for c in context["ledger"]] == ["alpha.one", "alpha.two", "beta.one"]
+    assert context["counts"] == {"pass": 2, "fail": 1, "n/a": 0}
+    assert {c["section_anchor"] for c in context["claims"]} == {"sec-alpha", "sec-beta"}
+    # The merged ledger keeps the contract's fields only.
+    assert set(context["ledger"][0]) == {
+        "id",
+        "statement",
+        "measured",
+        "expected",
+        "verdict",
+        "source",
+        "section",
+    }
+    html = html_of(context, fake)
+    assert "2 of 3 claims hold" in html
+    assert (
+        '<a class="evidence" href="#sec-beta">§2<span class="section-title"> Beta analysis</span></a>'
+        in html
+    )
+    # A failing claim stands out and says why, and the summary links to it.
+    assert 'class="verdict-fail"' in html
+    assert (
+        'Does not hold in this run<span class="why-detail">: measured error: 0.2, '
+        "where error below 0.1 was expected</span>."
+    ) in html
+    assert 'href="#claim-alpha-two"' in html and 'id="claim-alpha-two"' in html
+
+
+def test_a_claim_id_in_two_sections_is_an_error_naming_both_files(fake):
+    beta = fake["sections"][1]
+    corrupt(beta["claims"], json.dumps([passing("alpha.one", "beta")]))
+    with pytest.raises(ValueError) as err:
+        build_context(**fake)
+    assert beta["claims"] in str(err.value)
+    assert fake["sections"][0]["claims"] in str(err.value)
+
+
+def test_a_claim_naming_a_section_not_in_the_report_is_an_error(fake):
+    beta = fake["sections"][1]
+    corrupt(beta["claims"], json.dumps([passing("beta.one", "gamma")]))
+    with pytest.raises(ValueError, match=rf"{re.escape(beta['claims'])}: .*'gamma'"):
+        build_context(**fake)
+
+
+# ----------------------------------------------------------------------------- malformed files
+
+BAD_CLAIMS = {
+    "not JSON": "[{",
+    "not a list": '{"id": "x"}',
+    "missing key": json.dumps([{"id": "alpha.one", "statement": "s"}]),
+    "unknown verdict": json.dumps([{**passing("alpha.one", "alpha"), "verdict": "maybe"}]),
+    "entry not an object": json.dumps(["alpha.one"]),
+}
+
+
+@pytest.mark.parametrize("text", BAD_CLAIMS.values(), ids=BAD_CLAIMS.keys())
+def test_malformed_claims_file_is_an_error_naming_it(fake, text):
+    path = fake["sections"][0]["claims"]
+    corrupt(path, text)
+    with pytest.raises(ValueError, match=re.escape(path)):
+        build_context(**fake)
+
+
+def _metrics_with(path, change):
+    metrics = json.loads(Path(path).read_text())
+    change(metrics)
+    return json.dumps(metrics)
+
+
+BAD_METRICS = {
+    "not JSON": lambda p: "{",
+    "not an object": lambda p: "[]",
+    "figures not a list": lambda p: _metrics_with(p, lambda m: m.update(figures={})),
+    "figure without png": lambda p: _metrics_with(p, lambda m: m["figures"][0].pop("png")),
+    "figure file missing": lambda p: _metrics_with(
+        p, lambda m: m["figures"][0].update(png="results/alpha/nowhere.png")
+    ),
+    "duplicate figure id": lambda p: _metrics_with(
+        p, lambda m: m["figures"].append(dict(m["figures"][0]))
+    ),
+    "table row too short": lambda p: _metrics_with(p, lambda m: m["tables"][0]["rows"].append([1])),
+    "table without columns": lambda p: _metrics_with(p, lambda m: m["tables"][0].pop("columns")),
+}
+
+
+@pytest.mark.parametrize("make_text", BAD_METRICS.values(), ids=BAD_METRICS.keys())
+def test_malformed_metrics_file_is_an_error_naming_it(fake, make_text):
+    path = fake["sections"][0]["metrics"]
+    corrupt(path, make_text(path))
+    with pytest.raises(ValueError, match=re.escape(path)):
+        build_context(**fake)
+
+
+def test_missing_metrics_file_is_an_error_naming_it(fake):
+    path = fake["sections"][1]["metrics"]
+    os.remove(path)
+    with pytest.raises(ValueError, match=re.escape(path) + ".*missing"):
+        build_context(**fake)
+
+
+# ----------------------------------------------------------------------------- downloads
+
+
+def test_every_figure_table_and_the_ledger_are_offered_for_download(fake, tmp_path):
+    context = context_of(fake)
+    report_dir = tmp_path / "results" / "report"
+    claims = tmp_path / "results" / "claims.json"
+    claims.write_text(json.dumps(context["ledger"]))
+    copy_downloads(context, report_dir, claims)
+    html = html_of(context, fake)
+    hrefs = set(re.findall(r'href="(files/[^"]+)"', html))
+    expected = {f"{FILES}/claims.json"} | {
+        f"{FILES}/{sid}/{name}"
+        for sid, names in {
+            "alpha": ["curve.png", "curve.svg", "heat.png", "heat.svg", "cases.csv"],
+            "beta": ["decay.png", "decay.svg", "t1.csv", "t2.csv"],
+        }.items()
+        for name in names
+    }
+    assert hrefs == expected
+    for href in hrefs:
+        assert (report_dir / href).is_file(), href
+    assert (report_dir / FILES / "alpha" / "curve.svg").read_bytes() == (
+        tmp_path / "results" / "alpha" / "curve.svg"
+    ).read_bytes()
+
+
+def test_two_files_offered_under_one_name_is_an_error(fake, tmp_path):
+    path = fake["sections"][0]["metrics"]
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    (other / "curve.png").write_bytes((tmp_path / "results/alpha/curve.png").read_bytes())
+    corrupt(
+        path, _metrics_with(path, lambda m: m["figures"][1].update(png=str(other / "curve.png")))
+    )
+    with pytest.raises(ValueError, match="curve.png"):
+        build_context(**fake)
+
+
+# ----------------------------------------------------------------------------- stylesheet
+
+SAMPLE_CSS = """
+a { color: red; }
+@page { size: A4; @bottom-center { content: counter(page); } }
+@media print { a::after { content: "}"; } }
+@media screen and (max-width: 600px) { body { padding: 0; } }
+"""
+
+
+def test_each_medium_gets_its_part_of_the_one_stylesheet():
+    screen = stylesheet_for(SAMPLE_CSS, "screen")
+    assert "a { color: red; }" in screen and "max-width" in screen
+    assert "@page" not in screen and "@media print" not in screen
+    printed = stylesheet_for(SAMPLE_CSS, "print")
+    assert "@page" in printed and "@media print" in printed and "a { color: red; }" in printed
+    assert "max-width" not in printed
+    with pytest.raises(ValueError, match="medium"):
+        stylesheet_for(SAMPLE_CSS, "tv")
+
+
+def test_screen_digest_ignores_print_rules_only(tmp_path):
+    css = tmp_path / "style.css"
+    css.write_text(SAMPLE_CSS)
+    before = screen_digest(css)
+    css.write_text(SAMPLE_CSS.replace("size: A4", "size: letter").replace('"}"', '"]"'))
+    assert screen_digest(css) == before
+    css.write_text(SAMPLE_CSS.replace("color: red", "color: blue"))
+    assert screen_digest(css) != before
+
+
+def test_the_real_stylesheet_keeps_paged_media_out_of_the_page():
+    screen, printed = stylesheet_for(CSS, "screen"), stylesheet_for(CSS, "print")
+    assert "target-counter" not in screen and "@page" not in screen
+    for feature in ("@page", "counter(page)", "target-counter", "bookmark-level", "string-set"):
+        assert feature in printed, feature
+
+
+# ----------------------------------------------------------------------------- provenance
+
+
+def _touch(path: Path, when: float) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        path.write_text("s\th:m:s\tmax_rss\n1.5\t0:00:01\t120.5\n2.5\t0:00:02\tNA\n")
+    os.utime(path, (when, when))
+
+
+def test_benchmarks_name_their_rule_and_whether_the_job_ran_now(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    start = time.time() - 100
+    log_dir = Path(".snakemake/log")
+    log_dir.mkdir(parents=True)
+    (log_dir / "2020-01-01T000000.000001.snakemake.log").touch()  # an older invocation
+    stamp = datetime.fromtimestamp(start).isoformat().replace(":", "")
+    (log_dir / f"{stamp}.snakemake.log").touch()
+    _touch(Path("results/benchmarks/train_rope_0.tsv"), start + 50)  # ran in this invocation
+    _touch(Path("results/benchmarks/train_alibi_1.tsv"), start - 500)  # reused
+    _touch(Path("results/benchmarks/similarity.tsv"), start - 500)
+    _touch(Path("results/benchmarks/report.tsv"), start - 500)  # the report's own: left out
+    _touch(Path("results/benchmarks/renamed_rule.tsv"), start - 500)
+    patterns = {
+        "train": "results/benchmarks/train_{encoding}_{seed}.tsv",
+        "similarity": "results/benchmarks/similarity.tsv",
+        "catch_all": "results/benchmarks/{name}.tsv",  # less specific than the two above
+    }
+    started = invocation_start(log_dir)
+    assert abs(started.timestamp() - start) < 1e-3
+    rows = read_benchmarks(
+        "results/benchmarks", patterns, started, ignore=("results/benchmarks/report.tsv",)
+    )
+    by_file = {Path(r["file"]).name: r for r in rows}
+    assert set(by_file) == {
+        "train_rope_0.tsv",
+        "train_alibi_1.tsv",
+        "similarity.tsv",
+        "renamed_rule.tsv",
+    }
+    assert by_file["train_rope_0.tsv"]["rule"] == "train"
+    assert by_file["train_rope_0.tsv"]["wildcards"] == "encoding=rope, seed=0"
+    assert by_file["similarity.tsv"]["rule"] == "similarity"
+    assert by_file["renamed_rule.tsv"]["rule"] == "catch_all"
+    assert by_file["train_rope_0.tsv"]["ran"] is True
+    assert by_file["train_alibi_1.tsv"]["ran"] is False
+    # Repeats: mean wall time, the largest peak that was sampled.
+    assert by_file["similarity.tsv"]["seconds"] == 2.0
+    assert by_file["similarity.tsv"]["max_rss_mb"] == 120.5
+
+
+def test_without_a_snakemake_log_nobody_claims_which_jobs_ran(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _touch(Path("results/benchmarks/x.tsv"), time.time())
+    assert invocation_start(".snakemake/log") is None
+    [row] = read_benchmarks("results/benchmarks", {}, None)
+    assert row["ran"] is None and row["rule"] is None
+
+
+def test_provenance_is_shown(fake, tmp_path):
+    stamp = datetime.now().isoformat().replace(":", "")
+    (fake["log_dir"] / f"{stamp}.snakemake.log").touch()
+    _touch(fake["benchmarks_dir"] / "alpha.tsv", time.time() + 1)
+    fake["benchmark_rules"] = {"alpha": "results/benchmarks/alpha.tsv"}
+    context = context_of(fake)
+    assert context["job_summary"]["ran"] == 1
+    html = html_of(context, fake)
+    assert "0123456789abcdef" in html and "(clean)" in html
+    assert context["config_hash"] in html
+    assert "It ran 1 of these 1 jobs" in " ".join(html.split())
+    assert "alpha: <code>3</code>" in html  # the section's own seed
+    assert any(line.lower().startswith("jinja2==") for line in context["packages"]["lines"])
+    assert "Jinja2==" in html or "jinja2==" in html
+
+
+def test_installed_packages_come_from_pip_freeze():
+    packages = installed_packages()
+    assert packages["source"] == "pip freeze"
+    assert any(line.lower().startswith("torch==") for line in packages["lines"])
