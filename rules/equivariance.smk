@@ -8,9 +8,17 @@ rule equivariance:
         claims="results/equivariance/claims.json",
         permutation_csv="results/equivariance/permutation_errors.csv",
         shift_csv="results/equivariance/shift_errors.csv",
-        permutation_png="results/equivariance/permutation_error.png",
+        permutation_png=report(
+            "results/equivariance/permutation_error.png",
+            caption="../report_templates/snakemake/equivariance_permutation_error.rst",
+            category="Equivariance",
+        ),
         permutation_svg="results/equivariance/permutation_error.svg",
-        shift_png="results/equivariance/shift_error.png",
+        shift_png=report(
+            "results/equivariance/shift_error.png",
+            caption="../report_templates/snakemake/equivariance_shift_error.rst",
+            category="Equivariance",
+        ),
         shift_svg="results/equivariance/shift_error.svg",
     params:
         cfg=config["equivariance"],
