@@ -22,6 +22,10 @@ class ModelConfig:
     causal: bool = True
     dropout: float = 0.0
     mlp_ratio: int = 4
+    # Multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017 §3.4; fairseq's default,
+    # which Press et al. 2022 trained with). Without it, 0.02-scale token embeddings are
+    # drowned by a unit-amplitude sinusoidal table added to them.
+    scale_embeddings: bool = False
 
 
 class Attention(nn.Module):
@@ -55,7 +59,9 @@ class Attention(nn.Module):
                 # SDPA takes either is_causal or a mask: fold the causal mask into the bias.
                 future = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
                 mask = mask.masked_fill(future, float("-inf"))
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
+            # Given as (1, H, L, L): with a 3-D mask torch's CPU SDPA takes its slow math
+            # kernel (torch 2.13), with a 4-D one its fused kernel; the broadcast is the same.
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None], dropout_p=dropout)
         return self.out(y.transpose(1, 2).reshape(B, L, D))
 
 
@@ -109,9 +115,11 @@ class LanguageModel(nn.Module):
         self.drop = nn.Dropout(cfg.dropout)
         self.stack = TransformerStack(cfg, encoding)
         self.ln_f = nn.LayerNorm(cfg.d_model)
+        self.embed_scale = cfg.d_model**0.5 if cfg.scale_embeddings else 1.0
 
     def forward(self, tokens: Tensor, positions: Tensor | None = None) -> Tensor:
-        x = self.stack(self.drop(self.embed(tokens)), positions)  # (B, L, D)
+        x = self.embed(tokens) * self.embed_scale  # (B, L, D)
+        x = self.stack(self.drop(x), positions)  # (B, L, D)
         return self.ln_f(x) @ self.embed.weight.T  # (B, L, vocab)
 
 

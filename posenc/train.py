@@ -1,0 +1,298 @@
+"""The training loop: pure and importable (no paths, no global config), resumable, loud on NaN.
+
+``train(model, batches, cfg, ...)`` runs AdamW with a linear warm-up and a cosine decay (the
+GPT-2/nanoGPT recipe) and returns a log of the run. Three properties the workflow relies on:
+
+* **Deterministic.** The data come from a ``torch.Generator`` the loop owns and seeds; with the
+  model's initial weights seeded by the caller, the same config on the CPU gives the same losses.
+* **Resumable.** Every ``checkpoint_every`` steps the model, the optimizer, every RNG state and
+  the step are written atomically to ``resume_path``. A run killed midway continues from there
+  and ends with exactly the weights of an uninterrupted run. The checkpoint carries a
+  fingerprint of the run's settings, so a stale one (a changed config) is never resumed.
+* **Loud.** A non-finite or exploding loss (or gradient norm) raises :class:`TrainingDiverged`
+  naming the run and the step; the resume checkpoint is removed, and no model is returned, so
+  no checkpoint and no report row can come out of a diverged run.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import resource
+import sys
+import time
+from contextlib import nullcontext
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from tqdm import tqdm
+
+from posenc.data import IGNORE, BatchFn
+from posenc.encodings import EncodingParams, build
+from posenc.io import atomic_path
+from posenc.model import LanguageModel, ModelConfig
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss became NaN/inf or exploded; the message names the run and the step."""
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int
+    batch_size: int
+    lr: float
+    weight_decay: float = 0.1
+    warmup_steps: int = 100
+    min_lr_ratio: float = 0.1  # the cosine ends at lr * min_lr_ratio
+    grad_clip: float = 1.0
+    betas: tuple[float, float] = (0.9, 0.95)
+    checkpoint_every: int = 0  # steps between resume checkpoints; 0: none
+    max_loss: float = 20.0  # nats; above it the run has exploded
+    bf16: bool = False  # autocast to bfloat16 on CUDA (ignored on the CPU)
+    progress_interval_s: float = 10.0  # tqdm mininterval
+
+    def __post_init__(self):
+        if self.steps <= 0 or self.batch_size <= 0 or self.lr <= 0:
+            raise ValueError(f"steps, batch_size and lr must be positive: {self}")
+
+
+def lr_at(step: int, cfg: TrainConfig) -> float:
+    """Linear warm-up to ``lr`` over ``warmup_steps``, then cosine decay to ``lr*min_lr_ratio``:
+
+    lr(t) = lr * (t+1) / W                                         for t < W
+    lr(t) = lr * (r + (1 - r) * (1 + cos(pi * (t-W) / (T-W))) / 2) otherwise
+    """
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    decay_steps = max(cfg.steps - cfg.warmup_steps, 1)
+    progress = min((step - cfg.warmup_steps) / decay_steps, 1.0)
+    r = cfg.min_lr_ratio
+    return cfg.lr * (r + (1 - r) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
+    """AdamW; weight decay on matrices (weights, embeddings, tables) only, as in nanoGPT:
+    decaying LayerNorm gains and biases only hurts (Loshchilov & Hutter 2019)."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    groups = [
+        {"params": [p for p in params if p.dim() >= 2], "weight_decay": cfg.weight_decay},
+        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
+    ]
+    return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+
+
+def build_model(
+    vocab_size: int, model_cfg: dict[str, Any], encoding: str, encoding_params: dict[str, Any]
+) -> LanguageModel:
+    """The project's LanguageModel with registry encoding ``encoding``.
+
+    ``model_cfg`` holds ModelConfig fields, ``encoding_params`` EncodingParams fields other than
+    d_model and n_heads (taken from the model). Plain dicts, so they go into checkpoints as is.
+    """
+    cfg = ModelConfig(**model_cfg)
+    params = EncodingParams(d_model=cfg.d_model, n_heads=cfg.n_heads, **encoding_params)
+    return LanguageModel(vocab_size, cfg, build(encoding, params))
+
+
+def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy (nats) over the scored targets; logits (B, L, V), targets (B, L)."""
+    return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
+
+
+class _LinesToLog(io.TextIOBase):
+    """A file for tqdm when stderr is not a terminal: one line per update, no carriage returns
+    (tqdm redraws with '\\r', which a log file shows as one ever-growing line)."""
+
+    def __init__(self, stream: TextIO):
+        self.stream = stream
+
+    def write(self, s: str) -> int:
+        line = s.replace("\r", "").rstrip()
+        if line:
+            self.stream.write(line + "\n")
+            self.stream.flush()
+        return len(s)
+
+
+def progress_file(stream: TextIO | None = None) -> TextIO:
+    stream = stream or sys.stderr
+    return stream if stream.isatty() else _LinesToLog(stream)
+
+
+def peak_memory_mb(device: torch.device) -> tuple[float, str]:
+    """Peak memory of this process: allocated CUDA memory on a GPU, else the peak RSS."""
+    if device.type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**20, "cuda_max_allocated"
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, bytes on macOS
+    return rss / (2**20 if sys.platform == "darwin" else 2**10), "cpu_max_rss"
+
+
+@dataclass
+class _State:
+    step: int = 0
+    losses: list[float] = field(default_factory=list)
+    lrs: list[float] = field(default_factory=list)
+
+
+def _save_resume(path: Path, fingerprint: str, state: _State, model, optimizer, generator):
+    payload = {
+        "fingerprint": fingerprint,
+        "step": state.step,
+        "losses": state.losses,
+        "lrs": state.lrs,
+        "model": model.state_dict(),
+        "optimizer": optimizer.state_dict(),
+        "data_rng": generator.get_state(),
+        "torch_rng": torch.get_rng_state(),  # dropout on the CPU
+        "cuda_rng": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else [],
+    }
+    with atomic_path(path) as tmp:
+        torch.save(payload, tmp)
+
+
+def _load_resume(path: Path, fingerprint: str, device: torch.device, log) -> dict | None:
+    if not path.exists():
+        return None
+    payload = torch.load(path, map_location=device, weights_only=True)
+    if payload.get("fingerprint") != fingerprint:
+        log(f"ignoring resume checkpoint {path}: written by a run with other settings")
+        return None
+    return payload
+
+
+def train(
+    model: nn.Module,
+    batches: BatchFn,
+    cfg: TrainConfig,
+    *,
+    seed: int,
+    device: torch.device,
+    label: str,
+    resume_path: str | Path | None = None,
+    fingerprint: str = "",
+    progress: TextIO | None = None,
+    log=print,
+) -> dict[str, Any]:
+    """Train ``model`` in place on ``batches`` and return the run's log.
+
+    ``seed`` seeds the data generator (and dropout); seed the model's initialisation before
+    building it. ``label`` names the run in errors (e.g. "lm/rope/seed0"). The log holds the loss
+    and learning rate at every step, tokens/s, wall time, device and peak memory.
+    """
+    model.to(device)
+    model.train()
+    optimizer = make_optimizer(model, cfg)
+    generator = torch.Generator().manual_seed(seed)
+    torch.manual_seed(seed)
+    state = _State()
+    resume_path = Path(resume_path) if resume_path else None
+
+    resumed = _load_resume(resume_path, fingerprint, device, log) if resume_path else None
+    if resumed is not None:
+        model.load_state_dict(resumed["model"])
+        optimizer.load_state_dict(resumed["optimizer"])
+        generator.set_state(resumed["data_rng"].cpu())
+        torch.set_rng_state(resumed["torch_rng"].cpu())
+        if resumed["cuda_rng"] and torch.cuda.is_available():
+            torch.cuda.set_rng_state_all([s.cpu() for s in resumed["cuda_rng"]])
+        state = _State(resumed["step"], list(resumed["losses"]), list(resumed["lrs"]))
+        log(f"{label}: resumed from step {state.step} ({resume_path})")
+
+    use_bf16 = cfg.bf16 and device.type == "cuda"
+    autocast = torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else nullcontext()
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    start_step, tokens = state.step, 0
+    bar = tqdm(
+        total=cfg.steps,
+        initial=start_step,
+        desc=label,
+        file=progress or progress_file(),
+        mininterval=cfg.progress_interval_s,
+        ascii=True,
+    )
+    began = time.perf_counter()
+    for step in range(start_step, cfg.steps):
+        lr = lr_at(step, cfg)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
+        inputs, targets = batches(generator, cfg.batch_size)
+        inputs, targets = inputs.to(device), targets.to(device)
+        with autocast:
+            loss = loss_fn(model(inputs), targets)
+        value = loss.item()
+        if not math.isfinite(value) or value > cfg.max_loss:
+            _diverged(resume_path, f"{label}: loss {value} at step {step} (limit {cfg.max_loss})")
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip))
+        if not math.isfinite(grad_norm):
+            _diverged(resume_path, f"{label}: gradient norm {grad_norm} at step {step}")
+        optimizer.step()
+        tokens += inputs.numel()
+        state.step = step + 1
+        state.losses.append(value)
+        state.lrs.append(lr)
+        bar.set_postfix(loss=f"{value:.3f}", refresh=False)
+        bar.update(1)
+        every = cfg.checkpoint_every
+        if resume_path and every and state.step % every == 0 and state.step < cfg.steps:
+            _save_resume(resume_path, fingerprint, state, model, optimizer, generator)
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    wall = time.perf_counter() - began
+    bar.close()
+    peak, peak_kind = peak_memory_mb(device)
+    return {
+        "label": label,
+        "config": asdict(cfg),
+        "seed": seed,
+        "steps": cfg.steps,
+        "losses": state.losses,
+        "lrs": state.lrs,
+        "resumed_from_step": start_step,
+        "tokens_trained_here": tokens,
+        "wall_s": wall,
+        "tokens_per_s": tokens / wall if wall > 0 else None,
+        "peak_memory_mb": peak,
+        "peak_memory_kind": peak_kind,
+        "threads": torch.get_num_threads(),
+        "bf16": use_bf16,
+    }
+
+
+def _diverged(resume_path: Path | None, message: str):
+    # A diverged run leaves nothing behind: resuming it would only diverge again.
+    if resume_path is not None:
+        resume_path.unlink(missing_ok=True)
+    raise TrainingDiverged(message)
+
+
+def finish_resume(resume_path: str | Path | None) -> None:
+    """Remove the resume checkpoint once the final model is safely written."""
+    if resume_path:
+        Path(resume_path).unlink(missing_ok=True)
+
+
+def save_checkpoint(path: str | Path, model: nn.Module, meta: dict[str, Any]) -> None:
+    """The trained model's weights plus everything needed to rebuild it (atomically)."""
+    with atomic_path(path) as tmp:
+        torch.save({"model": model.state_dict(), **meta}, tmp)
+
+
+def load_checkpoint(path: str | Path, device: torch.device) -> tuple[LanguageModel, dict]:
+    """Rebuild the model saved by :func:`save_checkpoint`; returns (model in eval mode, meta)."""
+    payload = torch.load(path, map_location=device, weights_only=True)
+    model = build_model(
+        payload["vocab_size"],
+        payload["model_config"],
+        payload["encoding"],
+        payload["encoding_params"],
+    )
+    model.load_state_dict(payload.pop("model"))
+    return model.to(device).eval(), payload

@@ -1,0 +1,129 @@
+# Train short, test long (issue 4). Three stages, so that a change in evaluation or in the report
+# never retrains: train one model per (task, encoding, seed) -> evaluate each model -> aggregate.
+# The training rule's params hold only what training reads (data, model, optimiser, encoding);
+# evaluation settings are params of the evaluation rule alone.
+XP = config["extrapolation"]
+XP_TASKS = ("lm", "passkey")
+
+
+# What each task's training reads as data; with the model, optimiser and encoding settings
+# below, all a training run depends on, and nothing else (a change here retrains).
+XP_DATA = {
+    "lm": {
+        "corpus": XP["corpus"],
+        "val_fraction": XP["val_fraction"],
+        "seq_len": XP["lm"]["seq_len"],
+    },
+    "passkey": XP["passkey"]["task"],
+}
+
+
+rule extrapolation_train:
+    input:
+        corpus=lambda w: [XP["corpus"]] if w.task == "lm" and XP["corpus"] else [],
+    output:
+        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
+        train_log="results/extrapolation/models/{task}/{encoding}/seed{seed}/train_log.json",
+    params:
+        settings=lambda w: {
+            "data": XP_DATA[w.task],
+            "model": XP["model"],
+            "train": XP[w.task]["train"] | XP["training"],
+            "encoding": config["encoding"],
+        },
+        device=config["device"],
+        # Not an output: Snakemake would delete it when a job fails, and it must survive a
+        # kill so that the rerun resumes. Removed once the model is written.
+        resume=lambda w: f"results/extrapolation/resume/{w.task}/{w.encoding}/seed{w.seed}.pt",
+    wildcard_constraints:
+        task="|".join(XP_TASKS),
+    log:
+        log_path("extrapolation/train/{task}/{encoding}/seed{seed}"),
+    benchmark:
+        bench_path("extrapolation/train/{task}/{encoding}/seed{seed}")
+    threads: XP["resources"]["threads"]
+    resources:
+        mem_mb=XP["resources"]["mem_mb"],
+        runtime=XP["resources"]["runtime"],
+        gpu=XP["resources"]["gpu"],
+    script:
+        "../analyses/train.py"
+
+
+rule extrapolation_evaluate:
+    input:
+        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
+    output:
+        evaluation="results/extrapolation/eval/{task}/{encoding}/seed{seed}.json",
+    params:
+        settings=lambda w: XP[w.task]["eval"],
+        device=config["device"],
+    wildcard_constraints:
+        task="|".join(XP_TASKS),
+    log:
+        log_path("extrapolation/evaluate/{task}/{encoding}/seed{seed}"),
+    benchmark:
+        bench_path("extrapolation/evaluate/{task}/{encoding}/seed{seed}")
+    threads: XP["resources"]["threads"]
+    resources:
+        mem_mb=XP["resources"]["mem_mb"],
+        runtime=XP["resources"]["runtime"],
+        gpu=XP["resources"]["gpu"],
+    script:
+        "../analyses/evaluate.py"
+
+
+rule extrapolation:
+    input:
+        evaluations=expand(
+            "results/extrapolation/eval/{task}/{encoding}/seed{seed}.json",
+            task=XP_TASKS,
+            encoding=config["encodings"],
+            seed=XP["seeds"],
+        ),
+        train_logs=expand(
+            "results/extrapolation/models/{task}/{encoding}/seed{seed}/train_log.json",
+            task=XP_TASKS,
+            encoding=config["encodings"],
+            seed=XP["seeds"],
+        ),
+    output:
+        metrics="results/extrapolation/metrics.json",
+        claims="results/extrapolation/claims.json",
+        lm_csv="results/extrapolation/lm_bits.csv",
+        passkey_csv="results/extrapolation/passkey_accuracy.csv",
+        training_csv="results/extrapolation/training.csv",
+        bits_png=report(
+            "results/extrapolation/bits_vs_length.png",
+            caption="../report_templates/snakemake/extrapolation_bits_vs_length.rst",
+            category="Extrapolation",
+        ),
+        bits_svg="results/extrapolation/bits_vs_length.svg",
+        passkey_png=report(
+            "results/extrapolation/passkey_accuracy.png",
+            caption="../report_templates/snakemake/extrapolation_passkey_accuracy.rst",
+            category="Extrapolation",
+        ),
+        passkey_svg="results/extrapolation/passkey_accuracy.svg",
+        training_png=report(
+            "results/extrapolation/training_curves.png",
+            caption="../report_templates/snakemake/extrapolation_training_curves.rst",
+            category="Extrapolation",
+        ),
+        training_svg="results/extrapolation/training_curves.svg",
+    params:
+        thresholds=XP["thresholds"],
+        smoke_test=XP["smoke_test"],
+    log:
+        log_path("extrapolation"),
+    benchmark:
+        bench_path("extrapolation")
+    threads: 1
+    resources:
+        mem_mb=2000,
+        runtime=10,
+    script:
+        "../analyses/extrapolation.py"
+
+
+SECTIONS["extrapolation"] = rules.extrapolation
