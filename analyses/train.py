@@ -19,6 +19,11 @@ from posenc.train import TrainConfig, build_model, finish_resume, save_checkpoin
 from posenc.workflow import setup
 
 TASKS = ("lm", "passkey")
+# Keys of the training log that describe the run rather than the model (see main).
+RUN_RECORD = (
+    "resumed_from_step", "tokens_trained_here", "wall_s", "tokens_per_s",
+    "peak_memory_mb", "peak_memory_kind", "threads",
+)
 
 
 def fingerprint(task: str, encoding: str, seed: int, settings: dict, device: str) -> str:
@@ -119,13 +124,17 @@ def main(snakemake):
         resume_path=p.resume,
         log=log.info,
     )
+    # How the run went (speed, memory, whether it resumed) differs between identical runs:
+    # it goes to timing.json, so train_log.json holds only what was computed.
+    run = {key: summary["log"].pop(key) for key in RUN_RECORD}
     save_checkpoint(snakemake.output.model, model, meta)
     write_json(snakemake.output.train_log, summary)
+    write_json(snakemake.output.timing, {"label": summary["log"]["label"], **run})
     finish_resume(p.resume)
     log.info(
         "%s: %.0f tokens/s on %s, final loss %.4f nats",
         summary["log"]["label"],
-        summary["log"]["tokens_per_s"],
+        run["tokens_per_s"],
         summary["device"],
         summary["final_train_loss_nats"],
     )

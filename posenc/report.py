@@ -209,6 +209,15 @@ def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict
     for number, sec in enumerate(sections, start=1):
         sid = sec["id"]
         metrics = check_metrics(_read_result(sec["metrics"], "metrics"), sec["metrics"])
+        if sec.get("timing"):
+            # Timings live in a file of their own so that metrics.json is byte-identical
+            # between runs; their tables and figures are shown in the section all the same.
+            timing = check_metrics(_read_result(sec["timing"], "timing"), sec["timing"])
+            metrics = {
+                **metrics,
+                "figures": metrics.get("figures", []) + timing.get("figures", []),
+                "tables": metrics.get("tables", []) + timing.get("tables", []),
+            }
         claims = check_ledger(_read_result(sec["claims"], "claims"), origin=sec["claims"])
         figures, tables = {}, {}
         for fig in metrics.get("figures", []):

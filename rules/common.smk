@@ -1,7 +1,10 @@
 # Shared helpers for the rule files. Every analysis rule follows one convention so the report
 # can find it: named outputs `metrics` (metrics.json, with its figures and tables listed) and
 # `claims` (the ledger); `log:` and `benchmark:` under results/logs and results/benchmarks.
+import hashlib
+import importlib.util
 import subprocess
+from pathlib import Path
 
 from posenc.encodings import ENCODINGS
 
@@ -36,3 +39,12 @@ def git_state():
     except (OSError, subprocess.CalledProcessError):
         commit, dirty = "unknown", True
     return {"commit": commit, "dirty": dirty}
+
+
+def code_digest(*modules):
+    """A digest of the source of the modules a script imports (found, not imported: no torch
+    at parse time), for params: a change there reruns the rule and re-keys the cache."""
+    digest = hashlib.sha256()
+    for name in modules:
+        digest.update(Path(importlib.util.find_spec(name).origin).read_bytes())
+    return digest.hexdigest()[:16]

@@ -224,7 +224,11 @@ def fake_snakemake(tmp_path, task, encoding, cfg):
     return SimpleNamespace(
         wildcards=SimpleNamespace(task=task, encoding=encoding, seed="0"),
         params=SimpleNamespace(settings=cfg, device="cpu", resume=str(out / "resume.pt")),
-        output=SimpleNamespace(model=str(out / "model.pt"), train_log=str(out / "log.json")),
+        output=SimpleNamespace(
+            model=str(out / "model.pt"),
+            train_log=str(out / "log.json"),
+            timing=str(out / "timing.json"),
+        ),
         log=[],
         threads=1,
     )
@@ -245,6 +249,9 @@ def test_rule_script_writes_a_checkpoint_that_rebuilds_the_model(tmp_path):
     assert meta["encoding_params"]["max_len"] == meta["train_len"] == 16  # no rows beyond
     assert "a_key_from_another_analysis" not in meta["encoding_params"]
     assert len(log["log"]["losses"]) == 6 and log["device"].startswith("cpu")
+    timing = json.loads(Path(smk.output.timing).read_text())
+    assert timing["tokens_per_s"] > 0 and timing["resumed_from_step"] == 0
+    assert "tokens_per_s" not in log["log"]  # timings stay out of the deterministic log
     assert not Path(smk.params.resume).exists()  # removed once the model is written
     again, _ = load_checkpoint(smk.output.model, CPU)
     tokens = torch.randint(0, meta["vocab_size"], (1, 16))
