@@ -55,6 +55,25 @@ BAD = [
     ({"encoding": {"t5_num_buckets": 31}}, "encoding.t5_num_buckets", "multiple of 2"),
     ({"encoding": {"rope_bsae": 10}}, "encoding.rope_bsae", "unknown config key"),
     ({"name": 3}, "name", "not of type 'string'"),
+    ({"equivariance": {"d_model": 33}}, "equivariance.d_model", "33"),
+    ({"equivariance": {"d_model": 0}}, "equivariance.d_model", "0"),
+    ({"similarity": {"dims": [16, 63]}}, "similarity.dims.1", "multiple of 2"),
+    ({"rotation": {"d_values": [4, 7]}}, "rotation.d_values.1", "multiple of 2"),
+    ({"aliasing": {"max_log2_len": -3}}, "aliasing.max_log2_len", "-3"),
+    ({"extrapolation": {"lm": {"seq_len": 0}}}, "extrapolation.lm.seq_len", "0"),
+    ({"extrapolation": {"lm": {"seq_len": -128}}}, "extrapolation.lm.seq_len", "-128"),
+    ({"extrapolation": {"lm": {"eval": {"multipliers": [0.5, 1, 2]}}}},
+     "extrapolation.lm.eval.multipliers", "0.5"),
+    ({"extrapolation": {"seeds": [0, 1.5]}}, "extrapolation.seeds.1", "1.5"),
+    ({"extrapolation": {"seeds": []}}, "extrapolation.seeds", "non-empty"),
+    ({"extrapolation": {"corpus": "no/such/corpus.txt"}}, "extrapolation.corpus",
+     "no/such/corpus.txt"),
+    ({"extrapolation": {"thresholds": {"alibi_flat_margin_bits": "small"}}},
+     "extrapolation.thresholds.alibi_flat_margin_bits", "'small'"),
+    ({"extrapolation": {"lm": {"seq_len": 64}}}, "extrapolation.lm.seq_len", "t5_max_distance"),
+    ({"extrapolation": {"model": {"d_model": 62}}}, "extrapolation.model.d_model", "62"),
+    ({"equivariance": {"thresholds": {"equal_ulps": [64]}}},
+     "equivariance.thresholds.equal_ulps", "[64]"),
 ]
 
 
@@ -73,4 +92,17 @@ def test_bad_config_stops_snakemake_before_any_job(tmp_path):
     assert proc.returncode != 0
     assert "config key encodings.1 = 'pe3'" in proc.stdout
     assert "Building DAG" not in proc.stdout  # failed at parse time: no job was even planned
+    assert not (work / "results").exists()
+
+
+def test_device_cuda_without_a_gpu_fails_at_once(tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    work = copy_workflow(tmp_path / "wf")
+    proc = snakemake(work, "--cores", "1", "--configfile", "config/test.yaml",
+                     "--config", "device=cuda", check=False)
+    assert proc.returncode != 0
+    assert "config key 'device' is 'cuda' but torch sees no CUDA device" in proc.stdout
     assert not (work / "results").exists()
