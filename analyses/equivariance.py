@@ -520,7 +520,6 @@ def main(snakemake) -> None:
     n_cases = len(result["permutation_rows"])
     metrics = {
         "device": device_name(device),
-        "seconds": timer.seconds,
         "seed_check": result["seed_check"],
         "tolerance": result["summary"]["tolerance"],
         "broken_min": cfg["thresholds"]["broken_min"],

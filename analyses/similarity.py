@@ -554,7 +554,6 @@ def main(snakemake) -> None:
     }
     metrics = {
         "device": device_name(device),
-        "seconds": timer.seconds,
         "seed_values": result["seed_values"],
         "sweep": result["sweep"],
         "properties": result["properties"],
