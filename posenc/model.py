@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
+from torch.autograd.function import once_differentiable
 
 from posenc.encodings import EncodingParams, PositionalEncoding, build
 
@@ -28,11 +29,96 @@ class ModelConfig:
     scale_embeddings: bool = False
 
 
+# Query rows per block in _BiasWithGradAttention: a block's scores (B·H, 32, <=L) stay small
+# enough for the CPU caches at the sizes we train, and causal blocks skip the keys after them.
+_QUERY_BLOCK = 32
+
+
+class _BiasWithGradAttention(torch.autograd.Function):
+    """Softmax attention with an additive bias that needs a gradient, blockwise over queries.
+
+    Why: given a mask that requires grad, torch's CPU ``scaled_dot_product_attention`` leaves
+    its fused kernel for the math path (full (B, H, L, L) scores through cache-cold bmm, a
+    NaN-safe softmax, the causal half computed and thrown away), which made T5 the slowest
+    encoding by far. Same formula, so the same numbers up to float rounding:
+
+        y = softmax(q k^T / sqrt(Dh) + bias + causal mask) v
+
+    Query rows go in blocks of ``_QUERY_BLOCK``: a causal block computes only the keys at or
+    before its last row (about half the work at L = 128), and each block's scores are small.
+    The backward is written out (dV, dP, dS = softmax backward, dQ, dK) and sums dS over the
+    batch for the bias gradient. The bias must be finite (a learned table); the causal mask is
+    added here, so every row keeps at least one key and needs no NaN guard.
+    """
+
+    @staticmethod
+    def forward(ctx, q: Tensor, k: Tensor, v: Tensor, bias: Tensor, causal: bool) -> Tensor:
+        B, H, L, Dh = q.shape  # self-attention: k, v are (B, H, L, Dh) too; bias (H, L, L)
+        scale = Dh**-0.5  # SDPA's default
+        # One batch dimension for bmm; copies the strided views of the qkv projection.
+        q, k, v = (t.reshape(B * H, L, Dh) for t in (q, k, v))
+        if causal:  # folded into the small (H, L, L) bias once, not into every block
+            future = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)
+            bias = bias.masked_fill(future, float("-inf"))
+        blocks = [(r0, min(r0 + _QUERY_BLOCK, L)) for r0 in range(0, L, _QUERY_BLOCK)]
+        out = q.new_empty(B * H, L, Dh)
+        probs = []  # per block (B·H, rows, keys), kept for the backward
+        for r0, r1 in blocks:
+            n_keys = r1 if causal else L  # a causal block sees no key after its last row
+            scores = q.new_empty(B, H, r1 - r0, n_keys)
+            scores.copy_(bias[:, r0:r1, :n_keys])  # broadcast over the batch
+            scores = scores.view(B * H, r1 - r0, n_keys)
+            scores.baddbmm_(q[:, r0:r1], k[:, :n_keys].transpose(1, 2), alpha=scale)
+            p = torch.softmax(scores, dim=-1)
+            out[:, r0:r1] = torch.bmm(p, v[:, :n_keys])
+            probs.append(p)
+        ctx.save_for_backward(q, k, v, *probs)
+        ctx.blocks, ctx.scale = blocks, scale
+        return out.view(B, H, L, Dh)
+
+    @staticmethod
+    @once_differentiable  # the saved probabilities carry no graph: say so rather than be wrong
+    def backward(ctx, grad_out: Tensor):
+        q, k, v, *probs = ctx.saved_tensors
+        B, H, L, Dh = grad_out.shape
+        BH = B * H
+        need_q, need_k, need_v, need_bias = ctx.needs_input_grad[:4]
+        grad_out = grad_out.reshape(BH, L, Dh)
+        dq = torch.empty_like(q) if need_q else None  # every row block writes its rows
+        dk = torch.zeros_like(k) if need_k else None
+        dv = torch.zeros_like(v) if need_v else None
+        dbias = q.new_zeros(H, L, L) if need_bias else None  # causal: stays 0 above the diagonal
+        for (r0, r1), p in zip(ctx.blocks, probs):
+            n_keys = p.shape[-1]
+            do = grad_out[:, r0:r1]  # (B·H, rows, Dh)
+            if need_v:
+                dv[:, :n_keys] += torch.bmm(p.transpose(1, 2), do)
+            dp = torch.bmm(do, v[:, :n_keys].transpose(1, 2))  # (B·H, rows, keys)
+            # dS = P * (dP - rowsum(dP * P)), the one fused kernel autograd's softmax uses.
+            ds = torch._softmax_backward_data(dp, p, -1, p.dtype)
+            if need_bias:
+                dbias[:, r0:r1, :n_keys] = ds.view(B, H, r1 - r0, n_keys).sum(0)
+            if need_q:
+                dq[:, r0:r1] = torch.bmm(ds, k[:, :n_keys]).mul_(ctx.scale)
+            if need_k:
+                dk[:, :n_keys].add_(torch.bmm(ds.transpose(1, 2), q[:, r0:r1]), alpha=ctx.scale)
+        shape = (B, H, L, Dh)
+        return (
+            dq.view(shape) if need_q else None,
+            dk.view(shape) if need_k else None,
+            dv.view(shape) if need_v else None,
+            dbias,
+            None,
+        )
+
+
 class Attention(nn.Module):
     """Multi-head self-attention via ``F.scaled_dot_product_attention``.
 
     The encoding acts here in two ways: ``rotate`` on queries and keys (RoPE) and
     ``score_bias`` on the logits (ALiBi, T5). Input encodings were added before the stack.
+    A bias that needs a gradient (T5's learned table) on the CPU goes through
+    ``_BiasWithGradAttention`` instead: same formula, several times faster there.
     """
 
     def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
@@ -44,15 +130,26 @@ class Attention(nn.Module):
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
 
-    def forward(self, x: Tensor, positions: Tensor) -> Tensor:
+    def forward(self, x: Tensor, positions: Tensor, bias: Tensor | None = None) -> Tensor:
+        """``bias``: the encoding's score bias for ``positions`` if the caller has it already
+        (the stack computes it once for all layers); None computes it here."""
         B, L, D = x.shape
         H = self.cfg.n_heads
         q, k, v = self.qkv(x).view(B, L, 3, H, D // H).permute(2, 0, 3, 1, 4)  # 3 × (B, H, L, Dh)
         q, k = self.encoding.rotate(q, k, positions, positions)
-        bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L) | None
+        if bias is None:
+            bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L)
         dropout = self.cfg.dropout if self.training else 0.0
         if bias is None:
             y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=self.cfg.causal)
+        elif (
+            bias.requires_grad
+            and dropout == 0.0
+            and q.device.type == "cpu"
+            and q.dtype in (torch.float32, torch.float64)
+        ):
+            # A learned bias (T5) under autograd: CPU SDPA would fall back to its slow math path.
+            y = _BiasWithGradAttention.apply(q, k, v, bias.to(q.dtype), self.cfg.causal)
         else:
             mask = bias.to(q.dtype)
             if self.cfg.causal:
@@ -80,8 +177,8 @@ class Block(nn.Module):
             nn.Dropout(cfg.dropout),
         )
 
-    def forward(self, x: Tensor, positions: Tensor) -> Tensor:
-        x = x + self.attn(self.ln1(x), positions)
+    def forward(self, x: Tensor, positions: Tensor, bias: Tensor | None = None) -> Tensor:
+        x = x + self.attn(self.ln1(x), positions, bias)
         return x + self.mlp(self.ln2(x))
 
 
@@ -100,8 +197,11 @@ class TransformerStack(nn.Module):
         pe = self.encoding.input_encoding(positions)
         if pe is not None:
             x = x + pe.to(x.dtype)
+        # Every layer shares the one encoding module, so a score bias (ALiBi, T5) is the same in
+        # every layer: compute it once per forward; T5's gather and its backward then run once.
+        bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L) | None
         for block in self.blocks:
-            x = block(x, positions)
+            x = block(x, positions, bias)
         return x
 
 

@@ -227,3 +227,76 @@ def test_registry_declares_where_each_encoding_acts():
         assert enc.acts_on == spec.acts_on
     with pytest.raises(ValueError, match="unknown encoding 'pe3'"):
         build("pe3", EncodingParams(d_model=8))
+
+
+@pytest.mark.parametrize("causal", [True, False])
+@pytest.mark.parametrize("length", [9, 70])  # 70: several query blocks, the last one partial
+def test_t5_attention_gradients_match_naive_softmax(causal, length):
+    # A learned bias under autograd takes the model's blockwise path on the CPU: its forward
+    # and every gradient (queries, keys, values through the projections, and the bias table)
+    # must be the naive softmax attention's.
+    torch.manual_seed(0)
+    d, heads = 16, 4
+    enc = build("t5_bias", EncodingParams(d_model=d, n_heads=heads, t5_max_distance=32))
+    torch.nn.init.normal_(enc.bias.weight)
+    attn = Attention(ModelConfig(d_model=d, n_heads=heads, causal=causal), enc)
+    x, positions = torch.randn(2, length, d), torch.arange(length)
+    weight = torch.randn(2, length, d)
+
+    def grads(forward):
+        attn.zero_grad()
+        (forward(x, positions) * weight).sum().backward()
+        return [p.grad.clone() for p in attn.parameters()]
+
+    torch.testing.assert_close(attn(x, positions), naive_attention(x, attn, positions, causal))
+    for got, want in zip(
+        grads(attn), grads(lambda x, pos: naive_attention(x, attn, pos, causal)), strict=True
+    ):
+        torch.testing.assert_close(got, want)
+
+
+def test_t5_bucket_cache_is_keyed_on_positions():
+    params = EncodingParams(d_model=8, n_heads=2, t5_num_buckets=8, t5_max_distance=16)
+    enc = build("t5_bias", params)
+    torch.nn.init.normal_(enc.bias.weight)
+
+    def uncached(q_pos, k_pos, causal):
+        rel = k_pos.round().long()[None, :] - q_pos.round().long()[:, None]
+        return enc.bias(t5_relative_bucket(rel, not causal, 8, 16)).permute(2, 0, 1)
+
+    calls = [
+        (torch.arange(12), True),
+        (torch.arange(12), True),  # a hit: the same grid again
+        (torch.arange(12), False),  # the causal flag is part of the key
+        (torch.arange(12) + 5, True),  # shifted positions: same offsets, recomputed all the same
+        (torch.arange(20), True),  # another length
+        (torch.arange(20) * 0.5, True),  # Position Interpolation: float positions, new grid
+        (torch.arange(20) * 0.5 + 0.2, True),  # rounds to the same positions: the same grid
+    ]
+    for positions, causal in calls:
+        got = enc.score_bias(positions, positions, causal)
+        assert torch.equal(got, uncached(positions, positions, causal))
+    # A hit returns the cached grid itself; new positions replace it.
+    first = enc.buckets(torch.arange(7), torch.arange(7), True)
+    assert enc.buckets(torch.arange(7), torch.arange(7), True) is first
+    assert enc.buckets(torch.arange(7) * 2, torch.arange(7) * 2, True) is not first
+    # Changing the caller's positions in place cannot stale the cache: the key is a copy.
+    positions = torch.arange(7)
+    before = enc.buckets(positions, positions, True).clone()
+    positions.mul_(3)
+    assert not torch.equal(enc.buckets(positions, positions, True), before)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_rope_complex_form_matches_real_form_on_strided_views(dtype):
+    # apply_rope multiplies complex numbers for float32/64; check it against the real form
+    # written out here, on the strided views the model passes and on a view at an odd offset.
+    positions = torch.arange(6)
+    cos, sin = rope_cos_sin(positions, 8, dtype=torch.float64)
+    qkv = torch.randn(2, 6, 3, 2, 8, dtype=dtype).permute(2, 0, 3, 1, 4)  # 3 × (B, H, L, 8)
+    odd = torch.randn(2, 6, 9, dtype=dtype)[..., 1:]  # storage offset 1: copied first
+    c, s = cos.to(dtype), sin.to(dtype)
+    for x in (qkv[0], qkv[1], odd):
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        want = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
+        torch.testing.assert_close(apply_rope(x, cos, sin), want)
