@@ -39,7 +39,7 @@ def weights(work):
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path):
     killed = workflow(tmp_path / "killed")
     proc = subprocess.Popen(
-        [SNAKEMAKE, *ARGS, f"{MODEL}/model.pt"], cwd=killed, start_new_session=True,
+        [SNAKEMAKE, *ARGS, "--", f"{MODEL}/model.pt"], cwd=killed, start_new_session=True,
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 300
@@ -52,13 +52,15 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path):
     proc.wait()
     assert not (killed / MODEL / "model.pt").exists()
 
-    snakemake(killed, *ARGS, "--rerun-incomplete", f"{MODEL}/model.pt")
+    # A SIGKILLed Snakemake leaves its lock behind: the documented recovery is --unlock.
+    snakemake(killed, "--unlock", *ARGS)
+    snakemake(killed, "--rerun-incomplete", *ARGS, "--", f"{MODEL}/model.pt")
     log = (killed / "results/logs/extrapolation/train/lm/rope/seed0.log").read_text()
     assert "resumed from step" in log
     assert not (killed / RESUME).exists()  # removed once the model is written
 
     clean = workflow(tmp_path / "clean")
-    snakemake(clean, *ARGS, f"{MODEL}/model.pt")
+    snakemake(clean, *ARGS, "--", f"{MODEL}/model.pt")
     state, expected = weights(killed)["model"], weights(clean)["model"]
     assert state.keys() == expected.keys()
     for name in state:

@@ -6,7 +6,11 @@ they are compared for presence only.
 """
 
 import json
+import os
 import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -28,7 +32,11 @@ def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
     if reason:
         pytest.skip(f"no local SLURM cluster: {reason}")
     work = copy_workflow(tmp_path / "wf")
-    with slurm_cluster.local_cluster(tmp_path / "cluster") as job_log:
+    # munged runs as user munge: its socket folder must be reachable, and pytest's tmp_path
+    # sits under a 0700 folder, so the cluster lives in a folder of its own under /tmp.
+    cluster = Path(tempfile.mkdtemp(prefix="posenc-slurm-"))
+    os.chmod(cluster, 0o755)
+    with slurm_cluster.local_cluster(cluster) as job_log:
         proc = snakemake(
             work, "--profile", "profiles/slurm", "--configfile", "config/test.yaml",
             "--jobs", "2",
@@ -39,6 +47,7 @@ def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
             timeout=1800,
         )
         jobs = job_log.read_text() if job_log.exists() else ""
+    shutil.rmtree(cluster, ignore_errors=True)
     submitted = re.findall(r"Job \S+ has been submitted with SLURM jobid (\d+)", proc.stdout)
     completed = re.findall(r"JobId=(\d+) .*JobState=COMPLETED", jobs)
     assert submitted, proc.stdout[-3000:]
