@@ -370,3 +370,23 @@ def test_installed_packages_come_from_pip_freeze():
     packages = installed_packages()
     assert packages["source"] == "pip freeze"
     assert any(line.lower().startswith("torch==") for line in packages["lines"])
+
+
+def test_a_sections_timing_file_joins_its_section_after_its_own_tables(fake, tmp_path):
+    # Timings live apart from metrics.json (so that stays byte-identical between runs) and
+    # are shown in their section all the same, numbered after the section's own tables.
+    beta = fake["sections"][1]
+    timing_csv = tmp_path / "results" / "beta" / "speed.csv"
+    timing_csv.write_text("job,seconds\nbeta,1.5\n")
+    timing = tmp_path / "results" / "beta" / "timing.json"
+    timing.write_text(json.dumps({"tables": [{
+        "id": "speed", "title": "Speed", "csv": str(timing_csv),
+        "columns": ["job", "seconds"], "rows": [["beta", 1.5]],
+    }]}))
+    beta["timing"] = str(timing)
+    context = context_of(fake)
+    assert [t["number"] for t in context["sections"][1]["tables"].values()] == [2, 3, 4]
+    assert context["sections"][1]["tables"]["speed"]["rows"] == [["beta", 1.5]]
+    timing.write_text('{"tables": [{"id": "speed"}]}')
+    with pytest.raises(ValueError, match="timing.json"):
+        context_of(fake)
