@@ -29,10 +29,11 @@ if config["device"] == "cuda" and workflow.local_exec and workflow.is_main_proce
 include: "rules/common.smk"
 include: "rules/equivariance.smk"
 include: "rules/similarity.smk"
-include: "rules/extrapolation.smk"
+# The report's sections follow this order: the exact claims first, trained models last.
 include: "rules/rotation.smk"
 include: "rules/aliasing.smk"
 include: "rules/complexity.smk"
+include: "rules/extrapolation.smk"
 include: "rules/report.smk"
 
 
