@@ -76,6 +76,8 @@ def fmt_number(x: Any, digits: int = 4) -> str:
         return str(x)
     if abs(x) < 1e-3 or abs(x) >= 1e6:
         return f"{x:.{max(digits - 1, 1)}e}"
+    if abs(x) >= 10**digits:  # 1253.1 at 3 digits: "1,253", not "1.25e+03"
+        return f"{x:,.0f}"
     return f"{x:.{digits}g}"
 
 
