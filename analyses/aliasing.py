@@ -33,7 +33,7 @@ from posenc.encodings import (
     rope_cos_sin,
     sinusoidal_table,
 )
-from posenc.io import save_figure, write_csv, write_json
+from posenc.io import save_figure, write_csv
 from posenc.numerics import (
     RowsFn,
     distinct_rows_many,
@@ -41,7 +41,7 @@ from posenc.numerics import (
     nearest_neighbour_decode,
     pairwise_min_distance,
 )
-from posenc.workflow import Timer, setup
+from posenc.workflow import Timer, setup, write_section
 
 SECTION = "aliasing"
 TABLES = ("sinusoidal", "rope")
@@ -904,9 +904,7 @@ def main(snakemake) -> None:
         "figures": figures,
         "tables": tables(result, cfg, csv),
     }
-    write_json(out.metrics, metrics)
-    write_json(out.claims, result["claims"])
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in result["claims"]})
+    write_section(out, metrics, result["claims"], log)
 
 
 if "snakemake" in globals():

@@ -29,9 +29,9 @@ from torch.utils import benchmark
 from posenc.claims import claim
 from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY, EncodingParams, build
-from posenc.io import save_figure, write_csv, write_json
+from posenc.io import save_figure, write_csv
 from posenc.model import Attention, ModelConfig
-from posenc.workflow import Timer, setup
+from posenc.workflow import Timer, setup, write_section
 
 SECTION = "complexity"
 
@@ -380,9 +380,7 @@ def main(snakemake) -> None:
         ],
         "tables": tables(result, cfg, out.timings_csv),
     }
-    write_json(out.metrics, metrics)
-    write_json(out.claims, result["claims"])
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in result["claims"]})
+    write_section(out, metrics, result["claims"], log)
 
 
 if "snakemake" in globals():

@@ -22,9 +22,9 @@ from torch import Tensor, nn
 from posenc.claims import claim
 from posenc.device import device_name, dtype_from_name, resolve_device
 from posenc.encodings import REGISTRY, sinusoidal_table
-from posenc.io import save_figure, write_csv, write_json
+from posenc.io import save_figure, write_csv
 from posenc.model import TransformerStack, make_stack
-from posenc.workflow import Timer, setup
+from posenc.workflow import Timer, setup, write_section
 
 SECTION = "equivariance"
 SEED_SOURCE = "seed snippet (000); seed article (003)"
@@ -549,9 +549,7 @@ def main(snakemake) -> None:
         ],
         "tables": tabs,
     }
-    write_json(out.metrics, metrics)
-    write_json(out.claims, result["claims"])
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in result["claims"]})
+    write_section(out, metrics, result["claims"], log)
 
 
 if "snakemake" in globals():

@@ -30,9 +30,9 @@ from posenc.encodings import (
     rope_cos_sin,
     sinusoidal_table,
 )
-from posenc.io import save_figure, write_csv, write_json
+from posenc.io import save_figure, write_csv
 from posenc.numerics import apply_rotation_blocks, rotation_blocks, shift_matrix
-from posenc.workflow import Timer, setup
+from posenc.workflow import Timer, setup, write_section
 
 SECTION = "rotation"
 
@@ -687,9 +687,7 @@ def main(snakemake) -> None:
         ],
         "tables": tables(result, cfg, csv),
     }
-    write_json(out.metrics, metrics)
-    write_json(out.claims, result["claims"])
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in result["claims"]})
+    write_section(out, metrics, result["claims"], log)
 
 
 if "snakemake" in globals():

@@ -35,8 +35,8 @@ from torch import Tensor, nn
 from posenc.claims import claim
 from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY, EncodingParams, build, inverse_frequencies, sinusoidal_table
-from posenc.io import save_figure, write_csv, write_json
-from posenc.workflow import Timer, setup
+from posenc.io import save_figure, write_csv
+from posenc.workflow import Timer, setup, write_section
 
 SECTION = "similarity"
 
@@ -571,9 +571,7 @@ def main(snakemake) -> None:
         ],
         "tables": tabs,
     }
-    write_json(out.metrics, metrics)
-    write_json(out.claims, result["claims"])
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in result["claims"]})
+    write_section(out, metrics, result["claims"], log)
 
 
 if "snakemake" in globals():

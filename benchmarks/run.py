@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from workflow_utils import copy_workflow, snakemake  # noqa: E402
+from workflow_utils import copy_workflow, snakemake
 
 MARK_START, MARK_END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
 
@@ -48,7 +48,7 @@ def machine() -> dict:
 
 def jobs_run(stdout: str) -> list[str]:
     """Rule names of the jobs Snakemake started, from its log."""
-    return re.findall(r"^(?:local)?rule (\w+):", stdout, flags=re.M)
+    return re.findall(r"^(?:local)?rule (\w+):", stdout, flags=re.MULTILINE)
 
 
 def timed_snakemake(work: Path, *args: str) -> tuple[float, list[str]]:

@@ -19,8 +19,9 @@ Positions and angles are computed in float32 or wider whatever the model dtype
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Literal
+from typing import Literal
 
 import torch
 from torch import Tensor, nn

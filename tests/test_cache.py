@@ -1,7 +1,6 @@
 """Trained models are shared between checkouts through Snakemake's between-workflow cache."""
 
 import pytest
-
 from workflow_utils import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow

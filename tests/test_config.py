@@ -4,10 +4,10 @@ import copy
 
 import pytest
 import yaml
+from workflow_utils import ROOT, copy_workflow, snakemake
 
 from posenc.config import ConfigError, validate_config
 from posenc.encodings import ENCODINGS
-from workflow_utils import ROOT, copy_workflow, snakemake
 
 SCHEMA = ROOT / "config" / "schema.yaml"
 

@@ -8,7 +8,6 @@ everything else must match byte for byte.
 import json
 
 import pytest
-
 from workflow_utils import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow

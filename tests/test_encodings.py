@@ -21,7 +21,6 @@ from posenc.encodings import (
 from posenc.model import Attention, ModelConfig
 
 
-
 @pytest.fixture(autouse=True)
 def float64_default():
     # Exact comparisons against the loops: float64 everywhere, restored after each test.

@@ -3,7 +3,6 @@
 import re
 
 import yaml
-
 from workflow_utils import ROOT
 
 

@@ -8,7 +8,6 @@ import pytest
 import torch
 import yaml
 
-
 from analyses import equivariance as eq
 
 CPU = torch.device("cpu")

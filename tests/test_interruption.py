@@ -8,7 +8,6 @@ import time
 
 import pytest
 import torch
-
 from workflow_utils import SNAKEMAKE, copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 import torch
 
-
 from analyses import similarity as sm
 
 CPU = torch.device("cpu")

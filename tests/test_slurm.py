@@ -13,7 +13,6 @@ import tempfile
 from pathlib import Path
 
 import pytest
-
 import slurm_cluster
 from workflow_utils import copy_workflow, snakemake
 

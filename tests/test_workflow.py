@@ -5,7 +5,6 @@ import re
 
 import pytest
 import yaml
-
 from workflow_utils import snakemake
 
 pytestmark = pytest.mark.slow
@@ -72,6 +71,6 @@ def test_second_run_is_a_no_op(test_run):
 def test_lint_is_clean_but_for_the_documented_warning(test_run):
     # The one lint that stays (README, "Tests"): no per-rule conda environment or container.
     proc = snakemake(test_run, "--lint", "--configfile", "config/test.yaml", check=False)
-    lints = re.findall(r"^\s+\* (.+?):?$", proc.stdout, flags=re.M)
+    lints = re.findall(r"^\s+\* (.+?):?$", proc.stdout, flags=re.MULTILINE)
     assert lints, proc.stdout[-2000:]  # the linter ran and found the rules
     assert set(lints) == {"Specify a conda environment or container for each rule."}, lints
