@@ -547,6 +547,30 @@ def _colors() -> dict[str, Any]:
 MARKERS = dict(zip(ENCODINGS, "osD^vP", strict=False)) | {"rope+PI": "^", "rope+NTK": "^"}
 
 
+def _mean_and_spread(ax, points, color, label, marker, style, size) -> None:
+    """One series over seeds: the mean as a line, the min-max spread as a band.
+    ``points`` are (x, {"mean", "min", "max"}) pairs."""
+    xs = [x for x, _ in points]
+    ax.plot(
+        xs,
+        [p["mean"] for _, p in points],
+        style,
+        marker=marker,
+        ms=size,
+        mfc="none",
+        color=color,
+        label=label,
+    )
+    ax.fill_between(
+        xs,
+        [p["min"] for _, p in points],
+        [p["max"] for _, p in points],
+        color=color,
+        alpha=0.15,
+        lw=0,
+    )
+
+
 def plot_bits(result: dict, png: str, svg: str) -> None:
     """Bits/char versus evaluation length (log x), both scoring modes, mean and seed range."""
     import matplotlib
@@ -568,25 +592,9 @@ def plot_bits(result: dict, png: str, svg: str) -> None:
             ]
             if not points:
                 continue
-            xs = [x for x, _ in points]
             label = name + (" (undefined > L_max)" if name == "learned" else "")
-            ax.plot(
-                xs,
-                [p["mean"] for _, p in points],
-                styles.get(name, "-"),
-                marker=MARKERS.get(name, "o"),
-                ms=4,
-                mfc="none",
-                color=colors[name],
-                label=label,
-            )
-            ax.fill_between(
-                xs,
-                [p["min"] for _, p in points],
-                [p["max"] for _, p in points],
-                color=colors[name],
-                alpha=0.15,
-                lw=0,
+            _mean_and_spread(
+                ax, points, colors[name], label, MARKERS.get(name, "o"), styles.get(name, "-"), 4
             )
         ax.axvline(result["train_len"], color="0.6", lw=0.8, ls="--")
         _length_axis(ax, [m * result["train_len"] for m in result["multipliers"]])
@@ -628,24 +636,7 @@ def plot_passkey(result: dict, png: str, svg: str) -> None:
         ]
         if not points:
             continue
-        xs = [x for x, _ in points]
-        ax.plot(
-            xs,
-            [p["mean"] for _, p in points],
-            marker=MARKERS[enc],
-            ms=5,
-            mfc="none",
-            color=colors[enc],
-            label=enc,
-        )
-        ax.fill_between(
-            xs,
-            [p["min"] for _, p in points],
-            [p["max"] for _, p in points],
-            color=colors[enc],
-            alpha=0.15,
-            lw=0,
-        )
+        _mean_and_spread(ax, points, colors[enc], enc, MARKERS[enc], "-", 5)
     ax.axhline(result["passkey_chance"], color="0.5", lw=0.8, ls=":", label="chance")
     ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
     _length_axis(ax, [m * n_train for m in result["passkey_multipliers"]])
