@@ -1,12 +1,15 @@
 # Two commands on a fresh machine with Python 3.11+ and no conda:
-#   make report   set up .venv if needed and regenerate results/report/
-#   make test     set up .venv if needed and run the tests
+#   make report   set up .venv if needed, the system packages the PDF needs, and regenerate
+#                 results/report/
+#   make test     set up .venv if needed, the system packages the tests need, and run them
+# System packages (python -m posenc.sysdeps): installed with apt when run as root, otherwise
+# the command that installs them is printed and the tests that need them skip by name.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= all
 
-.PHONY: report test setup clean
+.PHONY: report test setup system-deps clean
 
 setup: $(VENV)/.installed
 
@@ -16,10 +19,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps -e .
 	touch $@
 
+system-deps: setup
+	$(BIN)/python -m posenc.sysdeps test
+
 report: setup
+	$(BIN)/python -m posenc.sysdeps report
 	$(BIN)/snakemake --cores $(CORES)
 
-test: setup
+test: system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
 
 clean:

@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+from sysdeps import SKIP_PREFIX, require, summary_line
 from workflow_utils import copy_workflow, snakemake
 
 
@@ -24,9 +25,22 @@ def test_run(tmp_path_factory) -> Path:
         if not (folder / "results/report/index.html").is_file():
             pytest.fail(f"POSENC_TEST_RUN={reuse}: no results/report/index.html there")
         return folder
+    require("pango")  # the workflow renders a PDF
     workdir = copy_workflow(tmp_path_factory.mktemp("test_run"))
     snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
     return workdir
+
+
+def _skip_reasons(terminalreporter) -> list[str]:
+    """The messages of skips for a missing system dependency, in the order they happened."""
+    reasons = []
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        message = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        message = message.removeprefix("Skipped: ")
+        if message.startswith(SKIP_PREFIX) and message not in reasons:
+            reasons.append(message)
+    return reasons
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -46,3 +60,11 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.section("claims checked by the tests")
         for key, value in claims:
             terminalreporter.write_line(f"{key}: {value}")
+
+
+def pytest_unconfigure(config):
+    """After pytest's closing "N passed" line, one more: what this run could not check."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    line = reporter and summary_line(_skip_reasons(reporter))
+    if line:
+        reporter.write_line(line, yellow=True, bold=True)

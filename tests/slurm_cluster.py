@@ -19,12 +19,13 @@ SLURM_CONF = Path("/etc/slurm/slurm.conf")  # the job step strips SLURM_CONF: it
 
 
 def available() -> str | None:
-    """None if a cluster can be started here, else the reason."""
+    """None if a cluster can be started here, else the reason (the packages themselves are
+    checked by ``sysdeps.require("slurm")``)."""
     if os.geteuid() != 0:
-        return "needs root to run slurmctld/slurmd"
-    for tool in ("slurmctld", "slurmd", "sbatch", "squeue", "munged", "mungekey"):
+        return "slurm cluster needs root to run slurmctld/slurmd: the SLURM executor test"
+    for tool in ("sbatch", "squeue", "mungekey"):
         if not shutil.which(tool) and not Path(f"/usr/sbin/{tool}").exists():
-            return f"{tool} not installed (apt-get install slurm-wlm munge)"
+            return f"slurm not found ({tool}): the SLURM executor test"
     return None
 
 

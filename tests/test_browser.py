@@ -16,21 +16,27 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 from playwright.sync_api import sync_playwright
+from sysdeps import require
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
-# Debian's chromium (installed by .ci/run), never a browser downloaded by Playwright.
-CHROMIUM = os.environ.get("POSENC_CHROMIUM", "/usr/bin/chromium")
+# Debian's chromium (python -m posenc.sysdeps installs it), never a browser downloaded by
+# Playwright; POSENC_CHROMIUM points elsewhere.
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 LOCAL = ("file:", "data:")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def chromium() -> str:
+    """Checked first (autouse, session scope): without Chromium the tests skip before the
+    workflow runs for them."""
+    return require("chromium")
+
+
 @pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).is_file():
-        pytest.fail(f"no browser at {CHROMIUM}: apt-get install chromium, or set POSENC_CHROMIUM")
+def browser(chromium):
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
         yield browser
         browser.close()
 

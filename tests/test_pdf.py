@@ -16,6 +16,7 @@ from pathlib import Path
 import pdfplumber
 import pytest
 from fake_report import two_sections
+from sysdeps import require
 from workflow_utils import snakemake
 
 from posenc.report import ReportError, build_context, copy_downloads, render, write_pdf
@@ -23,6 +24,13 @@ from posenc.report import ReportError, build_context, copy_downloads, render, wr
 ROOT = Path(__file__).resolve().parents[1]
 MM = 72 / 25.4  # PDF points per millimetre
 TOLERANCE = 1.0  # points: rounding in the layout
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _pdf_libraries():
+    """Checked first (autouse, session scope), before the workflow runs for these tests."""
+    require("pango")
+    require("harfbuzz-subset")
 
 
 def flat(text: str) -> str:

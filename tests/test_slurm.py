@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import slurm_cluster
+from sysdeps import require, unavailable
 from workflow_utils import copy_workflow, snakemake
 
 pytestmark = [pytest.mark.slurm, pytest.mark.slow]
@@ -26,10 +27,16 @@ def comparable(ledger):
             if c["section"] not in TIMING_SECTIONS}
 
 
-def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
+@pytest.fixture(scope="session", autouse=True)
+def _slurm():
+    """Checked first (autouse, session scope), before the workflow runs for this test."""
+    require("slurm")
     reason = slurm_cluster.available()
     if reason:
-        pytest.skip(f"no local SLURM cluster: {reason}")
+        unavailable(reason)
+
+
+def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
     work = copy_workflow(tmp_path / "wf")
     # munged runs as user munge: its socket folder must be reachable, and pytest's tmp_path
     # sits under a 0700 folder, so the cluster lives in a folder of its own under /tmp.
