@@ -1,10 +1,11 @@
-# posenc: one command regenerates the report. The rules live in rules/*.smk, one per stage;
-# every path is declared there. Scripts never read the global config.
+# posenc: one command regenerates the report. Each analysis is a folder, analyses/<id>/, whose
+# torch-free spec the rules read here; rules/analyses.smk builds one rule per spec, and the
+# report's sections follow the order of the analyses in the config. Nothing here imports torch.
 from pathlib import Path
 
-from snakemake.utils import min_version, validate
+from snakemake.utils import min_version
 
-from posenc.config import validate_config
+from posenc import analysis, config as posenc_config, registry
 
 min_version("9.0")
 
@@ -12,10 +13,23 @@ min_version("9.0")
 configfile: "config/config.yaml"
 
 
-# A wrong key or value stops here, before any job, with a message naming the key. Our own
-# pass gives one readable line per problem; Snakemake's then fills the schema's defaults.
-validate_config(config, Path(workflow.basedir) / "config/schema.yaml")
-validate(config, "config/schema.yaml")
+ROOT = Path(workflow.basedir)
+SPECS = analysis.discover(ROOT)
+# Plugins register encodings before validation, so the schema accepts their names; the
+# registry's metadata is cached by digest (posenc.registry): a no-op run imports no torch.
+ENCODING_META = registry.metadata(config.get("plugins", []), ROOT)
+# A wrong key or value stops here, before any job, with one line per problem naming the key.
+posenc_config.validate_config(
+    config,
+    posenc_config.workflow_schema(
+        ROOT,
+        sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml")),
+        list(ENCODING_META),
+    ),
+    [check for spec in SPECS.values() for check in spec.checks],
+)
+# The analyses this config runs, in its order: the report's sections follow it.
+ANALYSES = {name: SPECS[name] for name in config if name in SPECS}
 
 # `device: cuda` without a GPU fails now, not after hours of CPU jobs. Only where jobs run on
 # this machine: a SLURM submit host may have no GPU while its compute nodes do (each job
@@ -27,19 +41,13 @@ if config["device"] == "cuda" and workflow.local_exec and workflow.is_main_proce
 
 
 include: "rules/common.smk"
-include: "rules/equivariance.smk"
-include: "rules/similarity.smk"
-# The report's sections follow this order: the exact claims first, trained models last.
-include: "rules/rotation.smk"
-include: "rules/aliasing.smk"
-include: "rules/complexity.smk"
-include: "rules/extrapolation.smk"
+include: "rules/analyses.smk"
 include: "rules/report.smk"
 
 
 rule all:
+    default_target: True
     input:
         "results/report/index.html",
         "results/report/report.pdf",
         "results/claims.json",
-    default_target: True

@@ -42,20 +42,29 @@ def measure(log2: int, threads: int, config: Path) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(repeats: int = 3, min_log2: int = 16, max_log2: int = 22, threads: int = 2,
-        config: Path = ROOT / "config" / "config.yaml") -> dict:
+def run(
+    repeats: int = 3,
+    min_log2: int = 16,
+    max_log2: int = 22,
+    threads: int = 2,
+    config: Path = ROOT / "config" / "config.yaml",
+) -> dict:
     rows = []
     for log2 in range(min_log2, max_log2 + 1):
         samples = [measure(log2, threads, config) for _ in range(repeats)]
-        rows.append({
-            "log2_L": log2,
-            "seconds": statistics.median(s["seconds"] for s in samples),
-            "peak_rss_mb": statistics.median(s["peak_rss_mb"] for s in samples),
-        })
-        print(f"L = 2^{log2}: {rows[-1]['seconds']:.2f} s, {rows[-1]['peak_rss_mb']:.0f} MB",
-              file=sys.stderr)
+        rows.append(
+            {
+                "log2_L": log2,
+                "seconds": statistics.median(s["seconds"] for s in samples),
+                "peak_rss_mb": statistics.median(s["peak_rss_mb"] for s in samples),
+            }
+        )
+        print(
+            f"L = 2^{log2}: {rows[-1]['seconds']:.2f} s, {rows[-1]['peak_rss_mb']:.0f} MB",
+            file=sys.stderr,
+        )
     # Slope of log time against log L over the upper half: ~1 means linear.
-    upper = rows[len(rows) // 2:]
+    upper = rows[len(rows) // 2 :]
     xs = [r["log2_L"] * math.log(2) for r in upper]
     ys = [math.log(r["seconds"]) for r in upper]
     mx, my = statistics.fmean(xs), statistics.fmean(ys)

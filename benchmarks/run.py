@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from workflow_utils import copy_workflow, snakemake
+from workflow_utils import copy_workflow, snakemake  # noqa: E402 -- after the path setup
 
 MARK_START, MARK_END = "<!-- benchmarks:start -->", "<!-- benchmarks:end -->"
 
@@ -91,9 +91,18 @@ def run(repeats: int, cores: int, skip: set[str]) -> dict:
     if "throughput" not in skip:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "throughput.json"
-            subprocess.run([sys.executable, str(ROOT / "benchmarks/throughput.py"),
-                            "--repeats", str(max(5, repeats)), "--out", str(out)],
-                           check=True, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [
+                    sys.executable,
+                    str(ROOT / "benchmarks/throughput.py"),
+                    "--repeats",
+                    str(max(5, repeats)),
+                    "--out",
+                    str(out),
+                ],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
             results["throughput"] = json.loads(out.read_text())
     if "aliasing" not in skip:
         import aliasing_scaling
@@ -106,7 +115,8 @@ def markdown(results: dict) -> str:
     m = results["machine"]
     lines = [
         f"Measured {results['date']} on {m['processor']}, {m['cpus']} CPUs, torch {m['torch']}"
-        + (f", {m['cuda']}" if m["cuda"] else "") + " (`python benchmarks/run.py`).",
+        + (f", {m['cuda']}" if m["cuda"] else "")
+        + " (`python benchmarks/run.py`).",
         "",
         "| benchmark | measured | target |",
         "|---|---|---|",
@@ -148,8 +158,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--skip", nargs="*", default=[],
-                        choices=["workflow", "throughput", "aliasing"])
+    parser.add_argument(
+        "--skip", nargs="*", default=[], choices=["workflow", "throughput", "aliasing"]
+    )
     parser.add_argument("--output", default=str(ROOT / "results" / "benchmarks.json"))
     args = parser.parse_args()
     results = run(args.repeats, args.cores, set(args.skip))

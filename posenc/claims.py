@@ -1,41 +1,287 @@
-"""The claims ledger: every claim is a measured number with a verdict from a config threshold.
+"""Claims as data, and the one evaluator that turns them into the ledger.
+
+A :class:`Claim` says what it asserts, which named evidence it reads and how: a tuple of
+:class:`Check` triples (evidence, comparison, threshold key). :func:`evaluate` renders both the
+"expected" text and the verdict from the same check, so each threshold is written once, in the
+config, and verdict logic lives nowhere else. Torch-free: the specs that hold claims are read
+at parse time.
 
 Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a list of
 
-    {"id", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a", "source"}
+    {"id", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a",
+     "references", "section", "reason"}
 
-plus ``section`` (the report section that shows the evidence). The report merges them.
+``reason`` says why a claim is n/a (generated, never hand-written). The report merges them.
 """
 
 from __future__ import annotations
 
+import math
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 VERDICTS = ("pass", "fail", "n/a")
-REQUIRED = ("id", "statement", "measured", "expected", "verdict", "source", "section")
+REQUIRED = ("id", "statement", "measured", "expected", "verdict", "references", "section")
+
+# op -> (test, how the expected text writes it)
+COMPARISONS = {
+    "<=": (operator.le, "≤"),
+    "<": (operator.lt, "<"),
+    ">=": (operator.ge, "≥"),
+    ">": (operator.gt, ">"),
+    "==": (operator.eq, "="),
+    "within": (lambda x, t: abs(x) <= t, "within ±"),
+    "outside": (lambda x, t: abs(x) > t, "beyond ±"),
+}
 
 
-def claim(
-    id: str,
-    statement: str,
-    measured: Any,
-    expected: str,
-    passed: bool | None,
-    source: str,
+class ClaimError(ValueError):
+    """A claim that cannot be evaluated as declared (an unknown threshold key, say)."""
+
+
+@dataclass(frozen=True)
+class Check:
+    """``evidence`` (a name in the analysis' evidence; ``a.b`` reads ``evidence["a"]["b"]``)
+    compared by ``op`` with the config threshold ``threshold`` (a key of the analysis'
+    ``thresholds``), or, for a yes/no fact, with the literal ``value`` (True or False).
+
+    Evidence that is a mapping ``{label: number}`` passes when every value does.
+    ``label`` names the quantity in the expected text; by default the evidence name.
+
+    ``of`` (an evidence path, or else a threshold key) compares the difference from a
+    reference instead: ``within`` with ``of="printed"`` means |value − printed| ≤ threshold,
+    element by element for lists and mappings; ``of="expected_slope"`` with a threshold of that
+    name is "within a tolerance of a centre the config sets". ``scale`` (an evidence path to a
+    number) multiplies the threshold: a tolerance of ``ulps`` machine epsilons × N is
+    ``threshold="ulps", scale="eps_times_n"``. Both keep the measured value itself in the ledger.
+    """
+
+    evidence: str
+    op: str = "is"
+    threshold: str | None = None
+    value: bool | None = None
+    label: str | None = None
+    of: str | None = None
+    scale: str | None = None
+
+    def __post_init__(self):
+        if self.op == "is":
+            if self.value is None or self.threshold is not None:
+                raise ClaimError(f"check on {self.evidence}: 'is' takes value=True/False only")
+        elif self.op not in COMPARISONS or self.threshold is None:
+            raise ClaimError(
+                f"check on {self.evidence}: op {self.op!r} needs a threshold key; ops are "
+                f"'is', {', '.join(map(repr, COMPARISONS))}"
+            )
+
+    @property
+    def name(self) -> str:
+        return self.label or self.evidence.replace("_", " ")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim. ``statement`` may name evidence in braces (``{relative}``): a list is
+    written out with commas. ``unless`` names a config flag of the analysis (``smoke_test``)
+    that, when true, makes the claim n/a; evidence that is missing or empty does too. The
+    reason is generated from the name in both cases. ``shows`` names evidence the ledger's
+    "measured" carries beside the checked values, as context a reader needs (the losses behind
+    a difference, say); it decides nothing."""
+
+    id: str
+    statement: str
+    checks: tuple[Check, ...]
+    references: tuple[str, ...] = ()
+    unless: str | None = None
+    shows: tuple[str, ...] = ()
+
+    def __post_init__(self):
+        if not self.checks:
+            raise ClaimError(f"claim {self.id}: no checks (a claim that cannot fail)")
+        if isinstance(self.references, str):
+            object.__setattr__(self, "references", (self.references,))
+
+
+class _Missing:
+    """Evidence this run did not measure."""
+
+
+MISSING = _Missing()
+
+
+def lookup(evidence: Mapping[str, Any], path: str) -> Any:
+    value: Any = evidence
+    for part in path.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return MISSING
+        value = value[part]
+    if value is None or (isinstance(value, (Mapping, list, tuple)) and not value):
+        return MISSING
+    return value
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ", ".join(map(str, value)) or "none configured"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+class _Facts(dict):
+    def __missing__(self, key):
+        return "none configured"
+
+
+def _fill(statement: str, evidence: Mapping[str, Any]) -> str:
+    return statement.format_map(_Facts({k: _text(v) for k, v in evidence.items()}))
+
+
+def _number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def _minus(value: Any, reference: Any) -> Any:
+    """value − reference, element by element (lists by position, mappings by key)."""
+    if isinstance(value, Mapping):
+        return {
+            k: _minus(v, reference[k] if isinstance(reference, Mapping) else reference)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        refs = reference if isinstance(reference, (list, tuple)) else [reference] * len(value)
+        if len(refs) != len(value):
+            return [math.nan] * len(value)  # a different count never matches
+        return [_minus(v, r) for v, r in zip(value, refs)]
+    if not _number(value) or not _number(reference):
+        return math.nan
+    return value - reference
+
+
+def _passes(check: Check, value: Any, threshold: Any) -> bool:
+    if isinstance(value, Mapping):
+        return all(_passes(check, v, threshold) for v in value.values())
+    if isinstance(value, (list, tuple)) and check.op != "is":
+        return bool(value) and all(_passes(check, v, threshold) for v in value)
+    if check.op == "is":
+        return value is check.value
+    if not _number(value) or not math.isfinite(value):
+        return False  # NaN (written as null) or inf never satisfies a threshold
+    return COMPARISONS[check.op][0](value, threshold)
+
+
+def _reference(check: Check, evidence: Mapping[str, Any], thresholds: Mapping[str, Any]) -> Any:
+    """What ``of`` names: evidence first, else a threshold (a centre set in the config)."""
+    found = lookup(evidence, check.of)
+    if found is MISSING and check.of in thresholds:
+        return thresholds[check.of]
+    return found
+
+
+def _bound(check: Check, thresholds: Mapping[str, Any], evidence: Mapping[str, Any]) -> Any:
+    """The threshold a check compares with: the config's value, times ``scale`` if given."""
+    threshold = thresholds.get(check.threshold)
+    if check.scale is None or threshold is None:
+        return threshold
+    scale = lookup(evidence, check.scale)
+    return MISSING if scale is MISSING else threshold * scale
+
+
+def expected(
+    check: Check,
+    thresholds: Mapping[str, Any],
+    value: Any = None,
+    evidence: Mapping[str, Any] | None = None,
+) -> str:
+    """The expected text of one check, from the same threshold that decides it."""
+    evidence = evidence or {}
+    many = isinstance(value, (Mapping, list, tuple)) and len(value) > 1
+    each = " for each" if many else ""
+    if check.op == "is":
+        return f"{check.name}: {'yes' if check.value else 'no'}{each}"
+    symbol = COMPARISONS[check.op][1]
+    sep = "" if symbol.endswith("±") else " "
+    bound = _text(thresholds[check.threshold])
+    if check.scale is not None:
+        total = _bound(check, thresholds, evidence)
+        scale = check.scale.replace("_", " ")
+        bound += f" × {scale}" + ("" if total is MISSING else f" = {_text(total)}")
+    text = f"{check.name}{each} {symbol}{sep}{bound}"
+    if check.of is not None:
+        reference = _reference(check, evidence, thresholds)
+        shown = "" if reference is MISSING else f" {_text(reference)}"
+        text += f" of the {check.of.replace('_', ' ')}{shown}"
+    return text
+
+
+def evaluate(
+    claims: tuple[Claim, ...] | list[Claim],
+    evidence: Mapping[str, Any],
+    cfg: Mapping[str, Any],
     section: str,
-) -> dict[str, Any]:
-    """One ledger entry. ``passed`` comes from comparing ``measured`` with a config threshold;
-    None means the claim could not be tested in this run (verdict "n/a")."""
-    verdict = "n/a" if passed is None else ("pass" if passed else "fail")
-    return {
-        "id": id,
-        "statement": statement,
-        "measured": measured,
-        "expected": expected,
-        "verdict": verdict,
-        "source": source,
-        "section": section,
-    }
+) -> list[dict[str, Any]]:
+    """The ledger of ``claims`` on this run's ``evidence``, with the analysis' config ``cfg``
+    (its ``thresholds`` decide the verdicts)."""
+    thresholds = cfg.get("thresholds", {})
+    ledger = []
+    for claim in claims:
+        for check in claim.checks:
+            if check.threshold is not None and check.threshold not in thresholds:
+                raise ClaimError(
+                    f"claim {claim.id}: threshold {check.threshold!r} is not in the config's "
+                    f"{section}.thresholds ({', '.join(thresholds) or 'none'})"
+                )
+        values = [lookup(evidence, c.evidence) for c in claim.checks]
+        needed = [(c, p) for c in claim.checks for p in (c.of, c.scale) if p is not None]
+        absent = [c.name for c, v in zip(claim.checks, values) if v is MISSING]
+        absent += [
+            p.replace("_", " ")
+            for c, p in needed
+            if lookup(evidence, p) is MISSING and not (p == c.of and p in thresholds)
+        ]
+        if claim.unless and cfg.get(claim.unless):
+            verdict, reason = "n/a", f"{section}.{claim.unless} is set in the config"
+        elif absent:
+            verdict = "n/a"
+            reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"
+        else:
+            passed = all(
+                _passes(
+                    c,
+                    _minus(v, _reference(c, evidence, thresholds)) if c.of else v,
+                    _bound(c, thresholds, evidence),
+                )
+                for c, v in zip(claim.checks, values)
+            )
+            verdict, reason = ("pass" if passed else "fail"), None
+        present = [(c.name, v) for c, v in zip(claim.checks, values) if v is not MISSING]
+        present += [
+            (path.replace("_", " "), lookup(evidence, path))
+            for path in claim.shows
+            if lookup(evidence, path) is not MISSING
+        ]
+        if len(claim.checks) == 1 and not claim.shows:
+            measured = present[0][1] if present else None
+        else:
+            measured = dict(present)
+        ledger.append(
+            {
+                "id": claim.id,
+                "statement": _fill(claim.statement, evidence),
+                "measured": measured,
+                "expected": "; ".join(
+                    expected(c, thresholds, v if v is not MISSING else None, evidence)
+                    for c, v in zip(claim.checks, values)
+                ),
+                "verdict": verdict,
+                "references": list(claim.references),
+                "section": section,
+                "reason": reason,
+            }
+        )
+    return ledger
 
 
 def check_ledger(claims: Any, origin: str = "claims") -> list[dict[str, Any]]:

@@ -32,8 +32,12 @@ def set_threads(threads: int) -> None:
 
 
 def dtype_from_name(name: str) -> torch.dtype:
-    dtypes = {"float64": torch.float64, "float32": torch.float32,
-              "bfloat16": torch.bfloat16, "float16": torch.float16}
+    dtypes = {
+        "float64": torch.float64,
+        "float32": torch.float32,
+        "bfloat16": torch.bfloat16,
+        "float16": torch.float16,
+    }
     try:
         return dtypes[name]
     except KeyError:

@@ -34,7 +34,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from posenc.data import PasskeyTask
-from posenc.encodings import PositionOutOfRange, Rotary
+from posenc.encodings import REGISTRY, PositionOutOfRange, Rotary
 
 EXTENSIONS = ("pi", "ntk")  # context-extension methods for RoPE, besides the plain model
 CPU = torch.device("cpu")
@@ -67,6 +67,13 @@ def rotary_of(model: nn.Module) -> Rotary | None:
     """The model's RoPE module (shared by every layer), or None for other encodings."""
     encoding = model.stack.encoding
     return encoding if isinstance(encoding, Rotary) else None
+
+
+def extensions_of(model: nn.Module) -> tuple[str, ...]:
+    """The context extensions the registry declares for the model's encoding
+    (``EncodingSpec.extensions``; none for a module the registry does not know)."""
+    encoding = model.stack.encoding
+    return next((s.extensions for s in REGISTRY.values() if type(encoding) is s.module), ())
 
 
 @contextmanager
@@ -221,17 +228,25 @@ def evaluate_lm(
     segment_windows: int,
     batch_tokens: int,
     device: torch.device,
+    extensions: tuple[str, ...] | None = None,
 ) -> list[dict[str, Any]]:
     """Rows (method, mode, split, multiplier, length, bits_per_char, ...) for one model.
 
-    Validation text at every length in both modes; the RoPE model also with each context
-    extension; and the training text at L_train (mode ``all``) for the train/validation gap.
+    Validation text at every length in both modes; also with each context extension its
+    encoding declares in the registry (``extensions``; None: looked up from the model's
+    module); and the training text at L_train (mode ``all``) for the train/validation gap.
     """
     model.eval()
     lengths = [m * train_len for m in multipliers]
     ends = segment_window_ends(len(val_tokens), max(lengths), segment, segment_windows)
     rotary = rotary_of(model)
-    methods: list[str | None] = [None, *(EXTENSIONS if rotary is not None else ())]
+    extensions = extensions_of(model) if extensions is None else tuple(extensions)
+    if extensions and rotary is None:
+        raise ValueError(
+            f"context extensions {', '.join(extensions)} rescale RoPE's positions or base; "
+            "this model's encoding has no RoPE module"
+        )
+    methods: list[str | None] = [None, *extensions]
     common = {
         "max_windows": max_windows,
         "segment": segment,

@@ -77,6 +77,11 @@ def save_figure(fig, png: str | os.PathLike, svg: str | os.PathLike | None = Non
         if path is None:
             continue
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format=fmt, dpi=dpi, bbox_inches="tight",
-                        metadata={"Date": None} if fmt == "svg" else {"Software": None})
+            fig.savefig(
+                tmp,
+                format=fmt,
+                dpi=dpi,
+                bbox_inches="tight",
+                metadata={"Date": None} if fmt == "svg" else {"Software": None},
+            )
     plt.close(fig)

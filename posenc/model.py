@@ -141,7 +141,9 @@ class Attention(nn.Module):
             bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L)
         dropout = self.cfg.dropout if self.training else 0.0
         if bias is None:
-            y = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout, is_causal=self.cfg.causal)
+            y = F.scaled_dot_product_attention(
+                q, k, v, dropout_p=dropout, is_causal=self.cfg.causal
+            )
         elif (
             bias.requires_grad
             and dropout == 0.0

@@ -38,6 +38,7 @@ import yaml
 from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup, escape
 
+from posenc import references
 from posenc.claims import check_ledger
 from posenc.config import config_hash
 from posenc.io import atomic_path, read_json
@@ -434,9 +435,10 @@ def _seeds(config: dict, loaded: list[dict]) -> list[dict[str, Any]]:
     """The base seed, and any seeds a section says it derived from it."""
     seeds = [{"where": "config (base seed)", "value": config.get("seed")}]
     for s in loaded:
+        summary = s["m"].get("summary", {})
         for key in ("seeds", "seed"):
-            if key in s["m"]:
-                seeds.append({"where": s["id"], "value": s["m"][key]})
+            if key in summary:
+                seeds.append({"where": s["id"], "value": summary[key]})
                 break
     return seeds
 
@@ -445,8 +447,11 @@ def _seeds(config: dict, loaded: list[dict]) -> list[dict[str, Any]]:
 
 
 def make_env(template_dir: str | Path) -> Environment:
+    """Templates of the report (``template_dir``) and of each analysis' section, which lives in
+    its folder beside the report's: ``analyses/<id>/section.html.j2``."""
+    analyses = Path(template_dir).resolve().parent / "analyses"
     env = Environment(
-        loader=FileSystemLoader(str(template_dir)),
+        loader=FileSystemLoader([str(template_dir), str(analyses)]),
         autoescape=select_autoescape(("html", "j2", "xml")),
         undefined=StrictUndefined,  # a missing number is an error, never a blank cell
         trim_blocks=True,
@@ -460,7 +465,23 @@ def make_env(template_dir: str | Path) -> Environment:
 
 
 def _section_module(env: Environment, section_id: str):
-    return env.get_template(f"sections/{section_id}.html.j2").make_module()
+    return env.get_template(f"{section_id}/section.html.j2").make_module()
+
+
+def number_references(claims: list[dict], extra: list[str]) -> tuple[list[dict], dict[str, int]]:
+    """The works cited, numbered in order of first citation (claims first, then the sections'
+    and the encodings' own), with their full entries; unknown keys are an error."""
+    order: list[str] = []
+    for c in claims:
+        order += [
+            k for k in references.check(c["references"], f"claim {c['id']}") if k not in order
+        ]
+    order += [k for k in references.check(extra, "sections and encodings") if k not in order]
+    bib = references.bibliography()
+    listed = [
+        {"key": k, "number": i, "kind": "paper", **bib[k]} for i, k in enumerate(order, start=1)
+    ]
+    return listed, {k: i for i, k in enumerate(order, start=1)}
 
 
 def build_context(
@@ -477,18 +498,20 @@ def build_context(
     config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
     _check_download_names(loaded)
-    env = make_env(template_dir)
-    for sec in loaded:
-        # Plain text: the ledger and the PDF test name sections by it. Each medium renders
-        # the title's markup itself (render()).
-        sec["title"] = Markup(_section_module(env, sec["id"]).title()).striptags()
+    for sec, given in zip(loaded, sections):
+        sec["title"] = given["title"]  # from the analysis' spec
     by_id = {s["id"]: s for s in loaded}
+    cited = [k for sec in sections for k in sec.get("references", [])]
+    bibliography, numbers = number_references(ledger, cited)
     claims = [
         {
             **c,
             "section_title": by_id[c["section"]]["title"],
             "section_number": by_id[c["section"]]["number"],
             "section_anchor": by_id[c["section"]]["anchor"],
+            "cites": [
+                {"number": numbers[k], "label": references.label(k)} for k in c["references"]
+            ],
         }
         for c in ledger
     ]
@@ -510,6 +533,7 @@ def build_context(
         "counts": {v: sum(c["verdict"] == v for c in ledger) for v in ("pass", "fail", "n/a")},
         "jobs": jobs,
         "job_summary": job_summary(jobs, started),
+        "references": bibliography,
         "links": {"pdf": PDF_NAME, "data": DATA_NAME, "claims": f"{FILES}/claims.json"},
     }
 
@@ -547,7 +571,6 @@ def render(context: dict, template_dir: str | Path, medium: str, css: str) -> st
         figures = {k: {**f, "src": _figure_src(f, medium)} for k, f in sec["figures"].items()}
         s = {**sec, "figures": figures}
         module = _section_module(env, sec["id"])
-        s["title"] = Markup(module.title()).strip()
         s["body"] = Markup(module.body(s))
         sections.append(s)
     return env.get_template("index.html.j2").render(

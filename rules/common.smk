@@ -1,19 +1,20 @@
-# Shared helpers for the rule files. Every analysis rule follows one convention so the report
-# can find it: named outputs `metrics` (metrics.json, with its figures and tables listed) and
-# `claims` (the ledger); `log:` and `benchmark:` under results/logs and results/benchmarks.
+# Shared helpers for the rule files. Every analysis rule (rules/analyses.smk) has named outputs
+# `metrics` (metrics.json, with its figures and tables listed) and `claims` (the ledger), and
+# `log:` and `benchmark:` under results/logs and results/benchmarks.
 import hashlib
 import importlib.util
 import subprocess
 from pathlib import Path
 
-from posenc.encodings import ENCODINGS
+from posenc import plugins
+from posenc.analysis import placeholders_named
 
-# Report sections in order: each analysis' rule file registers the rule that writes its
-# metrics.json and claims.json, e.g. SECTIONS["equivariance"] = rules.equivariance.
+# Report sections in order: the rule that writes each analysis' metrics.json and claims.json.
 SECTIONS = {}
 
+
 wildcard_constraints:
-    encoding="|".join(ENCODINGS),
+    encoding="|".join(ENCODING_META),
     seed=r"\d+",
 
 
@@ -29,22 +30,71 @@ def git_state():
     """Commit and dirty flag, so a new commit re-renders the report (a params change)."""
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
             cwd=workflow.basedir,
         ).stdout.strip()
-        dirty = bool(subprocess.run(
-            ["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-            text=True, check=True, cwd=workflow.basedir,
-        ).stdout.strip())
+        dirty = bool(
+            subprocess.run(
+                ["git", "status", "--porcelain", "--untracked-files=no"],
+                capture_output=True,
+                text=True,
+                check=True,
+                cwd=workflow.basedir,
+            ).stdout.strip()
+        )
     except (OSError, subprocess.CalledProcessError):
         commit, dirty = "unknown", True
     return {"commit": commit, "dirty": dirty}
 
 
-def code_digest(*modules):
+def code_digest(*modules, files=()):
     """A digest of the source of the modules a script imports (found, not imported: no torch
-    at parse time), for params: a change there reruns the rule and re-keys the cache."""
+    at parse time) and of ``files``, for params: a change there reruns the rule and re-keys
+    the cache. The config's plugins count as code: editing one reruns what uses encodings."""
     digest = hashlib.sha256()
     for name in modules:
         digest.update(Path(importlib.util.find_spec(name).origin).read_bytes())
+    for path in [*map(Path, files), *plugins.sources(config["plugins"], workflow.basedir)]:
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+# ----- the rules built from each analysis' spec (rules/analyses.smk)
+
+CAPTIONS = Path(workflow.basedir, ".snakemake", "posenc", "captions")
+
+
+def caption_file(name, figure_id, caption):
+    """Snakemake's report() wants a caption file: written from the spec, only on change."""
+    path = CAPTIONS / name / f"{figure_id}.rst"
+    text = placeholders_named(caption) + "\n"
+    if not path.is_file() or path.read_text() != text:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return str(path)
+
+
+def analysis_outputs(name, spec):
+    folder = f"results/{name}"
+    outputs = {"metrics": f"{folder}/metrics.json", "claims": f"{folder}/claims.json"}
+    outputs |= {f"csv_{rows}": f"{folder}/{rows}.csv" for rows in spec.csvs}
+    for fid, fig in spec.figures.items():
+        outputs[f"png_{fid}"] = report(
+            f"{folder}/{fid}.png",
+            caption=caption_file(name, fid, fig.caption),
+            category=spec.title,
+        )
+        outputs[f"svg_{fid}"] = f"{folder}/{fid}.svg"
+    if spec.timing_figures or spec.timing_tables:
+        outputs["timing"] = f"{folder}/timing.json"
+    return outputs
+
+
+def analysis_code(name):
+    """The analysis' own code: a change to it reruns the analysis (the generic script alone
+    is what Snakemake tracks)."""
+    folder = Path(workflow.basedir, "analyses", name)
+    return code_digest(files=[folder / f for f in ("spec.py", "compute.py", "present.py")])

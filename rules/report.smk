@@ -5,10 +5,14 @@
 # the PDF. `snakemake --report` builds Snakemake's own report from the report(...) outputs.
 from pathlib import Path
 
+from posenc import references
 from posenc.report import screen_digest
 
 TEMPLATE_DIR = Path(workflow.basedir, "report_templates")
-REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2"))
+# The report's own templates and each analysis' section template, in its folder.
+REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2")) + [
+    str(Path(workflow.basedir, "analyses", name, "section.html.j2")) for name in ANALYSES
+]
 STYLESHEET = str(TEMPLATE_DIR / "style.css")
 REPORT_RULES = ("report", "report_pdf")
 
@@ -34,11 +38,27 @@ rule report:
             caption="../report_templates/snakemake/claims.rst",
             category="Report",
         ),
+    log:
+        log_path("report"),
+    benchmark:
+        bench_path("report")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=10,
     params:
         # A section may also name a `timing` output: timings kept out of metrics.json.
         sections=lambda w: [
             {
                 "id": name,
+                "title": ANALYSES[name].title,
+                "references": list(ANALYSES[name].references)
+                + [
+                    k
+                    for e in config["encodings"]
+                    for k in references.keys(ENCODING_META[e]["citation"])
+                    if k in references.bibliography()
+                ],
                 "metrics": str(rule.output.metrics),
                 "claims": str(rule.output.claims),
                 "timing": str(rule.output.timing) if "timing" in rule.output.keys() else None,
@@ -63,16 +83,8 @@ rule report:
         # The templates' folder, where the stylesheet sits.
         templates=lambda w, input: str(Path(input.stylesheet).parent),
         screen_css=screen_digest(STYLESHEET),
-    log:
-        log_path("report"),
-    benchmark:
-        bench_path("report")
-    threads: 1
-    resources:
-        mem_mb=1000,
-        runtime=10,
     script:
-        "../analyses/report.py"
+        "../workflow/scripts/render_report.py"
 
 
 rule report_pdf:
@@ -87,8 +99,6 @@ rule report_pdf:
             caption="../report_templates/snakemake/report_pdf.rst",
             category="Report",
         ),
-    params:
-        templates=lambda w, input: str(Path(input.stylesheet).parent),
     log:
         log_path("report_pdf"),
     benchmark:
@@ -97,5 +107,7 @@ rule report_pdf:
     resources:
         mem_mb=2000,
         runtime=10,
+    params:
+        templates=lambda w, input: str(Path(input.stylesheet).parent),
     script:
-        "../analyses/report_pdf.py"
+        "../workflow/scripts/render_pdf.py"

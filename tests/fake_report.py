@@ -1,6 +1,6 @@
 """A small, real report built in a temporary folder, for the renderer's tests: sections that
 follow the contract in CONTRIBUTING.md (metrics.json with figures and tables, claims.json),
-with section templates beside a copy of the real report_templates/."""
+with section templates in analyses/<id>/ beside a copy of the real report_templates/."""
 
 from __future__ import annotations
 
@@ -9,14 +9,13 @@ from pathlib import Path
 
 import matplotlib.pyplot as plt
 
-from posenc.claims import claim
+from posenc.claims import Check, Claim, evaluate
 from posenc.io import save_figure, write_csv, write_json
 
 ROOT = Path(__file__).resolve().parents[1]
 
 SECTION_TEMPLATE = """\
 {% from "partials.html.j2" import figure, table, ref, tref, claims_box %}
-{% macro title() %}TITLE{% endmacro %}
 {% macro body(s) %}
 <p>See REFS.</p>
 FIGURES
@@ -27,20 +26,23 @@ TABLES
 
 
 def make_templates(root: Path, sections: dict[str, dict]) -> Path:
-    """A copy of report_templates/ with one section template per fake section."""
-    templates = root / "templates"
-    shutil.copytree(ROOT / "report_templates", templates, ignore=shutil.ignore_patterns("sections"))
-    (templates / "sections").mkdir()
+    """A copy of report_templates/ and, beside it, one analyses/<id>/section.html.j2 per fake
+    section (where the report looks for a section's template)."""
+    templates = root / "report_templates"
+    shutil.copytree(ROOT / "report_templates", templates)
     for sid, spec in sections.items():
         text = (
-            SECTION_TEMPLATE.replace("TITLE", spec.get("title", sid.title()))
-            .replace("REFS", " and ".join(f"{{{{ ref(s.figures.{f}) }}}}" for f in spec["figures"]))
+            SECTION_TEMPLATE.replace(
+                "REFS", " and ".join(f"{{{{ ref(s.figures.{f}) }}}}" for f in spec["figures"])
+            )
             .replace(
                 "FIGURES", "\n".join(f"{{{{ figure(s.figures.{f}) }}}}" for f in spec["figures"])
             )
             .replace("TABLES", "\n".join(f"{{{{ table(s.tables.{t}) }}}}" for t in spec["tables"]))
         )
-        (templates / "sections" / f"{sid}.html.j2").write_text(text)
+        folder = root / "analyses" / sid
+        folder.mkdir(parents=True)
+        (folder / "section.html.j2").write_text(text)
     return templates
 
 
@@ -52,12 +54,19 @@ def make_section(
     claims: list[dict],
     caption: str = "A curve.",
     cell: object = 0.5,
+    title: str | None = None,
 ) -> dict[str, str]:
     """Write one section's results under ``root/results/<sid>``; return its entry for the
     report rule's ``sections`` list."""
     out = root / "results" / sid
     out.mkdir(parents=True)
-    metrics = {"device": "cpu (test)", "seed": 3, "figures": [], "tables": []}
+    metrics = {
+        "device": "cpu (test)",
+        "evidence": {},
+        "summary": {"seed": 3},
+        "figures": [],
+        "tables": [],
+    }
     for fid in figures:
         fig, ax = plt.subplots(figsize=(4, 2.5))
         ax.plot([0, 1, 2], [0, 1, 4])
@@ -78,17 +87,23 @@ def make_section(
         )
     write_json(out / "metrics.json", metrics)
     write_json(out / "claims.json", claims)
-    return {"id": sid, "metrics": str(out / "metrics.json"), "claims": str(out / "claims.json")}
+    return {
+        "id": sid,
+        "title": title or sid.title(),
+        "references": ["vaswani2017"],
+        "metrics": str(out / "metrics.json"),
+        "claims": str(out / "claims.json"),
+    }
 
 
 def passing(cid: str, section: str, statement: str = "It holds.") -> dict:
-    return claim(cid, statement, 0.5, "below 1", True, "a paper", section)
+    claim = Claim(cid, statement, (Check("x", "<", "limit"),), references=("su2021",))
+    return evaluate([claim], {"x": 0.5}, {"thresholds": {"limit": 1}}, section)[0]
 
 
 def failing(cid: str, section: str) -> dict:
-    return claim(
-        cid, "It should hold.", {"error": 0.2}, "error below 0.1", False, "an issue", section
-    )
+    claim = Claim(cid, "It should hold.", (Check("error", "<", "limit"),), ("seed_snippet",))
+    return evaluate([claim], {"error": {"max": 0.2}}, {"thresholds": {"limit": 0.1}}, section)[0]
 
 
 def corrupt(path: str | Path, text: str) -> None:
@@ -109,8 +124,16 @@ def two_sections(root: Path, config_name: str = "test") -> dict:
             ["curve", "heat"],
             ["cases"],
             [passing("alpha.one", "alpha"), failing("alpha.two", "alpha")],
+            title=spec["alpha"]["title"],
         ),
-        make_section(root, "beta", ["decay"], ["t1", "t2"], [passing("beta.one", "beta")]),
+        make_section(
+            root,
+            "beta",
+            ["decay"],
+            ["t1", "t2"],
+            [passing("beta.one", "beta")],
+            title=spec["beta"]["title"],
+        ),
     ]
     (root / "results" / "benchmarks").mkdir(parents=True)
     (root / ".snakemake" / "log").mkdir(parents=True)

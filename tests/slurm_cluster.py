@@ -97,9 +97,19 @@ def local_cluster(root: Path):
     backup = None
     try:
         munged = subprocess.Popen(
-            ["runuser", "-u", "munge", "--", "/usr/sbin/munged", "--foreground",
-             f"--key-file={key}", f"--socket={sock}", f"--pid-file={munge_dir}/munged.pid",
-             f"--log-file={munge_dir}/munged.log", f"--seed-file={munge_dir}/munged.seed"],
+            [
+                "runuser",
+                "-u",
+                "munge",
+                "--",
+                "/usr/sbin/munged",
+                "--foreground",
+                f"--key-file={key}",
+                f"--socket={sock}",
+                f"--pid-file={munge_dir}/munged.pid",
+                f"--log-file={munge_dir}/munged.log",
+                f"--seed-file={munge_dir}/munged.seed",
+            ],
         )
         started.append(munged.pid)
         _wait(sock.exists, 15, "munged socket")
@@ -109,8 +119,11 @@ def local_cluster(root: Path):
             SLURM_CONF.rename(backup)
         SLURM_CONF.write_text(_write_conf(root, host, sock))
         for daemon in ("slurmctld", "slurmd"):
-            proc = subprocess.Popen([f"/usr/sbin/{daemon}", "-D", "-f", str(SLURM_CONF)],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            proc = subprocess.Popen(
+                [f"/usr/sbin/{daemon}", "-D", "-f", str(SLURM_CONF)],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
             started.append(proc.pid)
 
         def node_idle():

@@ -9,7 +9,6 @@ Records ``report.self_contained`` (the browser saw no network request) as test o
 from __future__ import annotations
 
 import json
-import os
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -117,7 +116,8 @@ def test_every_internal_link_names_an_element(desktop):
     page, _ = desktop
     missing = page.eval_on_selector_all(
         "a[href^='#']",
-        "els => els.map(e => e.getAttribute('href')).filter(h => !document.getElementById(h.slice(1)))",
+        "els => els.map(e => e.getAttribute('href'))"
+        ".filter(h => !document.getElementById(h.slice(1)))",
     )
     assert missing == []
 

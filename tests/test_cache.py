@@ -5,8 +5,11 @@ from workflow_utils import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow
 
-MODELS = [f"results/extrapolation/models/{task}/{encoding}/seed0/model.pt"
-          for task in ("lm", "passkey") for encoding in ("none", "rope")]
+MODELS = [
+    f"results/extrapolation/models/{task}/{encoding}/seed0/model.pt"
+    for task in ("lm", "passkey")
+    for encoding in ("none", "rope")
+]
 
 
 def test_second_checkout_trains_nothing(tmp_path):

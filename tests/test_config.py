@@ -1,15 +1,38 @@
-"""A wrong config key or value stops the run before any job starts, naming the key."""
+"""A wrong config key or value stops the run before any job starts, naming the key.
+
+The schema is assembled as the Snakefile assembles it: ``config/schema.yaml`` (the shared keys
+and ``plugins``), one ``analyses/<id>/schema.yaml`` per analysis, and the encoding names from
+the registry (plugins' included); the analyses' specs bring their semantic checks."""
 
 import copy
+import functools
+import textwrap
 
 import pytest
 import yaml
 from workflow_utils import ROOT, copy_workflow, snakemake
 
-from posenc.config import ConfigError, validate_config
+from posenc import registry
+from posenc.analysis import discover
+from posenc.config import ConfigError, validate_config, workflow_schema
 from posenc.encodings import ENCODINGS
 
-SCHEMA = ROOT / "config" / "schema.yaml"
+ANALYSES = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
+
+
+def schema(encodings=ENCODINGS):
+    return workflow_schema(ROOT, ANALYSES, list(encodings))
+
+
+@functools.cache
+def checks():
+    """Every spec's semantic checks (read when first needed: a spec a colleague is still
+    writing fails the tests that need it, not the collection of this file)."""
+    return tuple(check for spec in discover(ROOT).values() for check in spec.checks)
+
+
+def validate(config, encodings=ENCODINGS):
+    return validate_config(config, schema(encodings), checks())
 
 
 def load(name):
@@ -18,6 +41,7 @@ def load(name):
 
 def merged(override):
     """config.yaml with ``override`` merged in, recursively (as snakemake --configfile does)."""
+
     def update(base, new):
         for k, v in new.items():
             if isinstance(v, dict) and isinstance(base.get(k), dict):
@@ -33,12 +57,74 @@ def merged(override):
 def test_shipped_configs_are_valid(name):
     if not (ROOT / "config" / name).exists():
         pytest.skip(f"{name} not present")
-    validate_config(merged(load(name)), SCHEMA)
+    validate(merged(load(name)))
 
 
-def test_schema_encoding_names_are_the_registry():
-    enum = yaml.safe_load((ROOT / "config/schema/encoding_name.yaml").read_text())["enum"]
-    assert tuple(enum) == ENCODINGS
+def test_schema_is_assembled_from_the_folders_and_the_registry():
+    assembled = schema()
+    assert "plugins" in assembled["properties"]
+    for name in ANALYSES:
+        ref = assembled["properties"][name]["$ref"]
+        assert ref == (ROOT / "analyses" / name / "schema.yaml").resolve().as_uri()
+    # Every analysis section of the default config has its schema, and no hand-kept copy of
+    # the encoding names is left: they come from the registry.
+    sections = [k for k in load("config.yaml") if (ROOT / "analyses" / k).is_dir()]
+    assert sections and set(sections) <= set(ANALYSES)
+    assert assembled["x-encodings"] == list(ENCODINGS)
+    assert not (ROOT / "config" / "schema" / "encoding_name.yaml").exists()
+
+
+def test_unknown_encoding_is_rejected_naming_the_key_and_the_known_names():
+    with pytest.raises(ConfigError) as err:
+        validate(merged({"encodings": [*ENCODINGS[:2], "pe3"]}))
+    message = str(err.value)
+    assert "config key encodings.2 = 'pe3'" in message
+    assert all(repr(name) in message for name in ENCODINGS), message
+
+
+PLUGIN = textwrap.dedent(
+    """\
+    import dataclasses
+
+    from posenc.encodings import EncodingSpec, Sinusoidal, register
+
+
+    class Base500(Sinusoidal):
+        def __init__(self, params):
+            super().__init__(dataclasses.replace(params, base=500.0))
+
+
+    register(EncodingSpec("plugin_sin500", "input", Base500, relative=False, learned=False,
+                          citation="a test's plugin", summary="Sinusoidal, base 500."))
+    """
+)
+
+
+def test_a_name_registered_by_a_plugin_is_accepted(tmp_path):
+    # The Snakefile's path: the plugin registers its encoding, the registry's metadata names
+    # it, and the schema built from those names accepts it (and still rejects a typo of it).
+    (tmp_path / "plugin.py").write_text(PLUGIN)
+    names = list(registry.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache"))
+    assert names[-1] == "plugin_sin500"
+    config = merged({"plugins": ["plugin.py"], "encodings": [*ENCODINGS, "plugin_sin500"]})
+    validate(config, names)
+    with pytest.raises(ConfigError, match="config key encodings.* = 'plugin_sin500'"):
+        validate(config)  # without the plugin's names: unknown
+    with pytest.raises(ConfigError, match="'plugin_sin5'"):
+        validate(merged({"encodings": ["plugin_sin5"]}), names)
+
+
+def test_analysis_checks_run_after_the_schema():
+    def custom(config):
+        return [f"config key seed = {config['seed']}: rejected by a spec's check"]
+
+    config = merged({})
+    with pytest.raises(ConfigError, match="rejected by a spec's check"):
+        validate_config(config, schema(), [*checks(), custom])
+    # A schema error comes alone: the checks may assume a config of the right shape.
+    with pytest.raises(ConfigError) as err:
+        validate_config(merged({"seed": "zero"}), schema(), [custom])
+    assert "rejected by a spec's check" not in str(err.value)
 
 
 # (override, the key the message must name, a fragment of the reason)
@@ -56,31 +142,45 @@ BAD = [
     ({"encoding": {"rope_bsae": 10}}, "encoding.rope_bsae", "unknown config key"),
     ({"name": 3}, "name", "not of type 'string'"),
     ({"equivariance": {"d_model": 33}}, "equivariance.d_model", "33"),
+    ({"equivariance": {"d_modle": 16}}, "equivariance.d_modle", "unknown config key"),
+    ({"plugins": ["a.py", "a.py"]}, "plugins", "non-unique"),
     ({"equivariance": {"d_model": 0}}, "equivariance.d_model", "0"),
     ({"similarity": {"dims": [16, 63]}}, "similarity.dims.1", "multiple of 2"),
     ({"rotation": {"d_values": [4, 7]}}, "rotation.d_values.1", "multiple of 2"),
     ({"aliasing": {"max_log2_len": -3}}, "aliasing.max_log2_len", "-3"),
     ({"extrapolation": {"lm": {"seq_len": 0}}}, "extrapolation.lm.seq_len", "0"),
     ({"extrapolation": {"lm": {"seq_len": -128}}}, "extrapolation.lm.seq_len", "-128"),
-    ({"extrapolation": {"lm": {"eval": {"multipliers": [0.5, 1, 2]}}}},
-     "extrapolation.lm.eval.multipliers", "0.5"),
+    (
+        {"extrapolation": {"lm": {"eval": {"multipliers": [0.5, 1, 2]}}}},
+        "extrapolation.lm.eval.multipliers",
+        "0.5",
+    ),
     ({"extrapolation": {"seeds": [0, 1.5]}}, "extrapolation.seeds.1", "1.5"),
     ({"extrapolation": {"seeds": []}}, "extrapolation.seeds", "non-empty"),
-    ({"extrapolation": {"corpus": "no/such/corpus.txt"}}, "extrapolation.corpus",
-     "no/such/corpus.txt"),
-    ({"extrapolation": {"thresholds": {"alibi_flat_margin_bits": "small"}}},
-     "extrapolation.thresholds.alibi_flat_margin_bits", "'small'"),
+    (
+        {"extrapolation": {"corpus": "no/such/corpus.txt"}},
+        "extrapolation.corpus",
+        "no/such/corpus.txt",
+    ),
+    (
+        {"extrapolation": {"thresholds": {"alibi_flat_margin_bits": "small"}}},
+        "extrapolation.thresholds.alibi_flat_margin_bits",
+        "'small'",
+    ),
     ({"extrapolation": {"lm": {"seq_len": 64}}}, "extrapolation.lm.seq_len", "t5_max_distance"),
     ({"extrapolation": {"model": {"d_model": 62}}}, "extrapolation.model.d_model", "62"),
-    ({"equivariance": {"thresholds": {"equal_ulps": [64]}}},
-     "equivariance.thresholds.equal_ulps", "[64]"),
+    (
+        {"equivariance": {"thresholds": {"equal_ulps": [64]}}},
+        "equivariance.thresholds.equal_ulps",
+        "[64]",
+    ),
 ]
 
 
 @pytest.mark.parametrize("override,key,reason", BAD, ids=[b[1] for b in BAD])
 def test_bad_config_names_key(override, key, reason):
     with pytest.raises(ConfigError) as err:
-        validate_config(merged(override), SCHEMA)
+        validate(merged(override))
     message = str(err.value)
     assert key in message and reason in message, message
 
@@ -101,8 +201,16 @@ def test_device_cuda_without_a_gpu_fails_at_once(tmp_path):
     if torch.cuda.is_available():
         pytest.skip("this machine has a GPU")
     work = copy_workflow(tmp_path / "wf")
-    proc = snakemake(work, "--cores", "1", "--configfile", "config/test.yaml",
-                     "--config", "device=cuda", check=False)
+    proc = snakemake(
+        work,
+        "--cores",
+        "1",
+        "--configfile",
+        "config/test.yaml",
+        "--config",
+        "device=cuda",
+        check=False,
+    )
     assert proc.returncode != 0
     assert "config key 'device' is 'cuda' but torch sees no CUDA device" in proc.stdout
     assert not (work / "results").exists()

@@ -20,7 +20,10 @@ def test_file_corpus_split_is_contiguous(tmp_path):
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8")
     corpus = load_corpus(str(path), val_fraction=0.2)
-    decode = lambda ids: "".join(corpus.vocab[i] for i in ids.tolist())
+
+    def decode(ids):
+        return "".join(corpus.vocab[i] for i in ids.tolist())
+
     # The first 80 % trains, the rest validates: the validation text is never in training.
     assert decode(corpus.train) + decode(corpus.val) == text
     assert decode(corpus.train) == text[: int(len(text) * 0.8)]

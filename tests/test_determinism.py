@@ -20,8 +20,12 @@ def result_files(run):
     files = {}
     for path in sorted((run / "results").rglob("*")):
         rel = str(path.relative_to(run / "results"))
-        if (path.is_file() and path.suffix in (".json", ".csv") and rel != "claims.json"
-                and not any(part in rel for part in TIMING_PARTS)):
+        if (
+            path.is_file()
+            and path.suffix in (".json", ".csv")
+            and rel != "claims.json"
+            and not any(part in rel for part in TIMING_PARTS)
+        ):
             files[rel] = path.read_bytes()
     return files
 

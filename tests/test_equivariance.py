@@ -8,18 +8,28 @@ import pytest
 import torch
 import yaml
 
-from analyses import equivariance as eq
+from analyses.equivariance import compute as eq
+from analyses.equivariance.spec import SPEC
+from posenc.analysis import Context
+from posenc.claims import evaluate
+from posenc.encodings import REGISTRY
 
 CPU = torch.device("cpu")
 ENCODING_CFG = {"base": 10000.0, "rope_base": 10000.0, "t5_num_buckets": 8, "t5_max_distance": 16}
-ALL = ["none", "sinusoidal", "learned", "rope", "alibi", "t5_bias"]
-IDS = {
-    "equivariance.seed_check",
-    "equivariance.no_pe_bidirectional",
-    "equivariance.pe_breaks",
-    "equivariance.causal_breaks",
-    "equivariance.relative_shift_invariance",
-}
+ALL = list(REGISTRY)
+IDS = {c.id for c in SPEC.claims}
+
+
+class _Log:
+    def info(self, *args):
+        pass
+
+
+def run(cfg, encodings):
+    """The analysis as the workflow runs it: compute, then the spec's claims."""
+    ctx = Context(cfg, 0, list(encodings), ENCODING_CFG, CPU, log=_Log())
+    m = eq.compute(ctx)
+    return m, evaluate(SPEC.claims, m.evidence, cfg, "equivariance")
 
 
 def tiny_cfg(**overrides):
@@ -138,14 +148,13 @@ def test_config_tolerances_separate_equal_from_broken():
 
 def test_compute_tiny_all_claims_pass_and_is_deterministic():
     cfg = tiny_cfg()
-    first = eq.compute(cfg, 0, ALL, ENCODING_CFG, CPU)
-    assert {c["id"] for c in first["claims"]} == IDS
-    assert all(c["verdict"] == "pass" for c in first["claims"]), first["claims"]
-    again = eq.compute(cfg, 0, ALL, ENCODING_CFG, CPU)
-    assert again["permutation_rows"] == first["permutation_rows"]
-    assert again["shift_rows"] == first["shift_rows"]
-    # 6 encodings x 2 attentions x 2 depths x 2 dtypes x 1 seed x (2 random + reversal)
-    assert len(first["permutation_rows"]) == 144
+    first, claims = run(cfg, ALL)
+    assert {c["id"] for c in claims} == IDS
+    assert all(c["verdict"] == "pass" for c in claims), claims
+    again, _ = run(cfg, ALL)
+    assert again.rows == first.rows
+    # encodings x 2 attentions x 2 depths x 2 dtypes x 1 seed x (2 random + reversal)
+    assert len(first.rows["permutation_errors"]) == len(ALL) * 24
 
 
 def test_claims_fail_on_broken_measurements():
@@ -153,17 +162,20 @@ def test_claims_fail_on_broken_measurements():
     shift, must give fail: the verdicts are not hard-wired."""
     cfg = tiny_cfg(dtypes=["float32"])
     seed = {"no_pe_max_abs": 1.0, "pe_max_abs": 0.0, "no_pe_allclose": False, "pe_allclose": True}
+    positional = [e for e in ALL if REGISTRY[e].positional]
+    free = [e for e in ALL if not REGISTRY[e].positional]
     row = {"attention": "bidirectional", "n_layers": 1, "dtype": "float32", "seed": 0}
     perm_rows = [
         {**row, "encoding": e, "permutation": "random 0", "relative_error": 1e-3} for e in ALL
     ]
     shift_rows = [{**row, "encoding": e, "shift": 1, "relative_error": 1e-3} for e in ALL]
-    perm_rows.append(
-        {**row, "encoding": "none", "attention": "causal", "perm": 0, "relative_error": 0.0}
-    )
-    verdicts = {
-        c["id"]: c["verdict"] for c in eq.make_claims(seed, perm_rows, shift_rows, cfg, ALL)
-    }
+    perm_rows += [
+        {**row, "encoding": e, "attention": "causal", "perm": 0, "relative_error": 0.0}
+        for e in free
+    ]
+    assert positional and free
+    evidence = eq.evidence(seed, perm_rows, shift_rows, cfg, ALL)
+    verdicts = {c["id"]: c["verdict"] for c in evaluate(SPEC.claims, evidence, cfg, "eq")}
     assert verdicts == {
         "equivariance.seed_check": "fail",
         "equivariance.no_pe_bidirectional": "fail",
@@ -174,8 +186,8 @@ def test_claims_fail_on_broken_measurements():
 
 
 def test_claims_not_applicable_without_nope():
-    result = eq.compute(tiny_cfg(n_perms=1, dtypes=["float64"]), 0, ["rope"], ENCODING_CFG, CPU)
-    verdicts = {c["id"]: c["verdict"] for c in result["claims"]}
+    _, claims = run(tiny_cfg(n_perms=1, dtypes=["float64"]), ["rope"])
+    verdicts = {c["id"]: c["verdict"] for c in claims}
     assert verdicts["equivariance.no_pe_bidirectional"] == "n/a"
     assert verdicts["equivariance.causal_breaks"] == "n/a"
     assert verdicts["equivariance.relative_shift_invariance"] == "n/a"  # no absolute encoding
@@ -202,13 +214,12 @@ def test_bidirectional_alibi_cannot_see_a_reversal(causal):
 
 
 def test_summary_flags_reversal_and_weakest_model():
-    result = eq.compute(tiny_cfg(dtypes=["float64"]), 0, ["alibi"], ENCODING_CFG, CPU)
-    bidirectional = next(
-        r for r in result["summary"]["permutation"] if r["attention"] == "bidirectional"
-    )
+    m, claims = run(tiny_cfg(dtypes=["float64"]), ["alibi"])
+    bidirectional = next(r for r in m.summary["permutation"] if r["attention"] == "bidirectional")
     assert bidirectional["reversal"] < 1e-12
-    assert bidirectional["verdict"] == "broken"  # the random permutations still break it
-    rows = [r for r in result["permutation_rows"] if r["attention"] == "bidirectional"]
+    # The random permutations still break it: the claim holds on this encoding alone.
+    assert next(c for c in claims if c["id"] == "equivariance.pe_breaks")["verdict"] == "pass"
+    rows = [r for r in m.rows["permutation_errors"] if r["attention"] == "bidirectional"]
     by_model = {}
     for r in rows:
         key = (r["n_layers"], r["seed"])
@@ -220,7 +231,7 @@ def test_shipped_section_is_valid_and_bad_values_are_rejected():
     from jsonschema import Draft202012Validator
 
     root = Path(__file__).resolve().parents[1]
-    schema = yaml.safe_load((root / "config/schema/equivariance.yaml").read_text())
+    schema = yaml.safe_load((root / "analyses/equivariance/schema.yaml").read_text())
     validator = Draft202012Validator(schema)
     cfg = yaml.safe_load((root / "config/config.yaml").read_text())["equivariance"]
     assert not list(validator.iter_errors(cfg))

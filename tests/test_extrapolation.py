@@ -1,17 +1,27 @@
-"""The extrapolation aggregate: claims from hand-made evaluation records, and the workflow's
-promise that changing evaluation settings never retrains."""
+"""The extrapolation aggregate: evidence and claims from hand-made evaluation records, figures
+and tables for any registered encoding, and the workflow's promise that changing evaluation
+settings never retrains."""
 
 import re
-import sys
 
 import pytest
+import torch
 import yaml
 from workflow_utils import ROOT, copy_workflow, snakemake
 
-from posenc.encodings import ENCODINGS
-
-sys.path.insert(0, str(ROOT / "analyses"))
-import extrapolation
+from analyses.extrapolation import compute, present
+from analyses.extrapolation.spec import SPEC
+from posenc.analysis import Context
+from posenc.claims import evaluate
+from posenc.encodings import (
+    ENCODINGS,
+    REGISTRY,
+    EncodingSpec,
+    Sinusoidal,
+    encodings,
+    register,
+)
+from posenc.io import save_figure
 
 MULTIPLIERS = [1, 2, 4, 8, 16]
 THRESHOLDS = {
@@ -24,7 +34,8 @@ THRESHOLDS = {
     "memorisation_gap_bits": 0.1,
 }
 
-# Validation bits/char at each multiplier (mode segment), shaped like Press et al.'s Table 2.
+# Validation bits/char at each multiplier (mode segment), shaped like Press et al.'s Table 2:
+# the data the claims are about (None: undefined, a learned table past L_max).
 CURVES = {
     "none": [2.10, 2.12, 2.15, 2.2, 2.3],
     "sinusoidal": [2.05, 2.6, 3.5, 4.5, 5.0],
@@ -41,15 +52,17 @@ PASSKEY = {
     "alibi": [1.0, 0.99, 0.97],
     "t5_bias": [1.0, 0.9, 0.7],
 }
+# What each context extension does to the loss past L_train: NTK helps at 2x; PI does not.
+EXTENSION_OFFSET = {"pi": 0.3, "ntk": -0.2}
 
 
 def lm_record(encoding, seed, curves, gap=0.02):
     rows = []
-    methods = ["plain", "pi", "ntk"] if encoding == "rope" else ["plain"]
+    methods = ["plain", *REGISTRY[encoding].extensions] if encoding in REGISTRY else ["plain"]
     for method in methods:
         for m, bits in zip(MULTIPLIERS, curves[encoding]):
             if bits is not None and method != "plain" and m > 1:
-                bits += {"pi": 0.3, "ntk": -0.2}[method]  # NTK helps at 2x; PI does not
+                bits += EXTENSION_OFFSET[method]
             for mode in ("all", "segment"):
                 rows.append(
                     {
@@ -134,37 +147,91 @@ def train_log(task, encoding, seed):
     }
 
 
-def run(curves=CURVES, smoke=False, gap=0.02, encodings=ENCODINGS, passkey=PASSKEY):
+def run(
+    curves=CURVES, smoke=False, gap=0.02, encodings=ENCODINGS, passkey=PASSKEY, thresholds=None
+):
+    """The measurements of hand-made records and the ledger the spec's claims make of them."""
     evals, logs = [], []
     for enc in encodings:
         for seed in (0, 1):
             evals += [lm_record(enc, seed, curves, gap), passkey_record(enc, seed, passkey)]
             logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
-    result = extrapolation.compute(evals, logs, THRESHOLDS, smoke)
-    return result, {c["id"].split(".")[1]: c for c in result["claims"]}
+    m = compute.aggregate(evals, logs, smoke)
+    cfg = {"smoke_test": smoke, "thresholds": {**THRESHOLDS, **(thresholds or {})}}
+    ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
+    return m, {c["id"].split(".")[1]: c for c in ledger}
+
+
+def ctx_for(m):
+    return Context(cfg={}, seed=0, encodings=list(m.summary["encodings"]), encoding={}, device=None)
+
+
+def extension_series(encodings):
+    return {f"{e}+{x.upper()}" for e in encodings for x in REGISTRY[e].extensions}
 
 
 def test_every_claim_has_a_verdict_from_the_numbers():
-    _, claims = run()
-    assert set(claims) == {
-        "in_distribution_parity",
-        "learned_undefined_beyond_lmax",
-        "sinusoidal_degrades",
-        "rope_degrades",
-        "alibi_flat",
-        "alibi_beats_sinusoidal_long",
-        "ntk_helps_rope",
-        "synthetic_length_generalization",
-        "no_memorisation",
-    }
+    m, claims = run()
+    assert (
+        set(claims)
+        == {c.id.split(".")[1] for c in SPEC.claims}
+        == {
+            "in_distribution_parity",
+            "learned_undefined_beyond_lmax",
+            "sinusoidal_degrades",
+            "rope_degrades",
+            "alibi_flat",
+            "alibi_beats_sinusoidal_long",
+            "ntk_helps_rope",
+            "synthetic_length_generalization",
+            "no_memorisation",
+        }
+    )
     assert {c["verdict"] for c in claims.values()} == {"pass"}
-    assert claims["sinusoidal_degrades"]["measured"]["increase"] == pytest.approx(2.95)
-    assert claims["ntk_helps_rope"]["measured"]["NTK gain"] == pytest.approx(0.2)
-    assert claims["learned_undefined_beyond_lmax"]["measured"]["16x"] == "undefined"
-    assert claims["synthetic_length_generalization"]["measured"]["best"] == "alibi"
+    # The checked difference, with the losses behind it as context (they decide nothing).
+    assert claims["sinusoidal_degrades"]["measured"] == pytest.approx(
+        {
+            "sinusoidal bits/char increase": 2.95,
+            "bits at 1x.sinusoidal": 2.05,
+            "bits at longest.sinusoidal": 5.0,
+        }
+    )
+    assert claims["ntk_helps_rope"]["measured"] == pytest.approx(
+        {
+            "rope minus rope+NTK bits/char at 2x": 0.2,
+            "bits at 2x.rope": 2.5,
+            "bits at 2x.rope+NTK": 2.3,
+            "bits at 2x.rope+PI": 2.8,
+        }
+    )
+    assert claims["alibi_beats_sinusoidal_long"]["measured"] == pytest.approx(
+        {
+            "sinusoidal minus alibi bits/char": 2.97,
+            "bits at longest.alibi": 2.03,
+            "bits at longest.sinusoidal": 5.0,
+        }
+    )
+    learned = claims["learned_undefined_beyond_lmax"]["measured"]
+    assert learned["bits at 1x.learned"] == pytest.approx(2.06)
+    parity = claims["in_distribution_parity"]["measured"]
+    assert parity["parity best bits"] == pytest.approx(2.03)
+    beyond = claims["learned_undefined_beyond_lmax"]["measured"]["learned defined past L_train"]
+    assert beyond == {"2x": False, "4x": False, "8x": False, "16x": False}
+    assert m.evidence["passkey_best"] == ["alibi"]
+    passkey = claims["synthetic_length_generalization"]["measured"]
+    assert passkey["the best accuracy"] == pytest.approx({"alibi": 0.97})
+    # Every other accuracy up to 4N, each once, and chance, beside the checked one.
+    assert passkey["passkey other accuracies"]["alibi"] == pytest.approx({"1N": 1.0, "2N": 0.99})
+    assert passkey["passkey other accuracies"]["learned"] == {"1N": 1.0}  # undefined past N
+    assert passkey["passkey chance"] == pytest.approx(1 / 16)
+    assert "(alibi)" in claims["synthetic_length_generalization"]["statement"]
     tied = dict(PASSKEY, none=[1.0, 1.0, 0.97])
-    _, claims = run(passkey=tied)
-    assert claims["synthetic_length_generalization"]["measured"]["best"] == "none, alibi"
+    m, claims = run(passkey=tied)
+    assert m.evidence["passkey_best"] == ["none", "alibi"]
+    assert "(none, alibi)" in claims["synthetic_length_generalization"]["statement"]
+    passkey = claims["synthetic_length_generalization"]["measured"]
+    assert passkey["the best accuracy"] == pytest.approx({"none": 0.97, "alibi": 0.97})
+    assert "4N" not in passkey["passkey other accuracies"]["none"]
 
 
 def test_claims_fail_when_the_data_do_not_support_them():
@@ -177,9 +244,17 @@ def test_claims_fail_when_the_data_do_not_support_them():
         "no_memorisation",
     ):
         assert claims[name]["verdict"] == "fail", name
-    assert claims["in_distribution_parity"]["measured"]["behind best"]["none"] == (
-        pytest.approx(0.47)
-    )
+    behind = claims["in_distribution_parity"]["measured"]["bits/char behind the best"]
+    assert behind["none"] == pytest.approx(0.47)
+
+
+def test_a_threshold_that_cannot_hold_fails_its_claim():
+    """The same data that pass every claim, with thresholds no measurement can meet."""
+    _, claims = run(thresholds={"alibi_flat_margin_bits": -1.0, "passkey_min_accuracy": 1.5})
+    assert claims["alibi_flat"]["verdict"] == "fail"
+    assert claims["synthetic_length_generalization"]["verdict"] == "fail"
+    assert claims["alibi_flat"]["expected"] == "alibi bits/char change ≤ -1"
+    assert claims["rope_degrades"]["verdict"] == "pass"  # the others are untouched
 
 
 def test_learned_with_a_number_past_lmax_fails_its_claim():
@@ -193,31 +268,107 @@ def test_smoke_test_keeps_numbers_but_not_ml_verdicts():
     for name, c in claims.items():
         expected = "pass" if name == "learned_undefined_beyond_lmax" else "n/a"
         assert c["verdict"] == expected, name
-        assert c["measured"]
-    assert "smoke test" in claims["alibi_flat"]["statement"]
+        assert c["measured"] is not None
+        if expected == "n/a":
+            assert "smoke_test" in c["reason"], name
 
 
 def test_claims_on_absent_encodings_are_not_testable():
-    _, claims = run(encodings=("none", "rope"))
+    present_ones = [e for e in ENCODINGS if REGISTRY[e].extensions or not REGISTRY[e].positional]
+    _, claims = run(encodings=present_ones)
     assert claims["alibi_flat"]["verdict"] == "n/a"
+    assert "not configured" in claims["alibi_flat"]["reason"]
     assert claims["learned_undefined_beyond_lmax"]["verdict"] == "n/a"
     assert claims["rope_degrades"]["verdict"] == "pass"
 
 
 def test_tables_show_undefined_and_seed_spread():
-    result, _ = run()
-    rows = {r[0]: r for r in result["tables"]["segment"]["rows"]}
-    assert rows["learned"][1:] == ["2.060 ± 0.000"] + ["undefined"] * 4
-    assert set(rows) == {*ENCODINGS, "rope+PI", "rope+NTK"}
-    assert len(result["tables"]["gap"]["rows"]) == 2 * len(ENCODINGS)
+    m, _ = run()
+    ctx = ctx_for(m)
+    columns, rows = present.table_segment(m, ctx)
+    assert columns[0] == "series" and len(columns) == 1 + len(MULTIPLIERS)
+    by_series = {r[0]: r for r in rows}
+    undefined = [e for e, c in CURVES.items() if c[1] is None]
+    assert undefined
+    for e in undefined:
+        assert by_series[e][1:] == [f"{CURVES[e][0]:.3f} ± 0.000"] + ["undefined"] * 4
+    assert set(by_series) == {*ENCODINGS, *extension_series(ENCODINGS)}
+    _, gap_rows = present.table_gap(m, ctx)
+    assert len(gap_rows) == 2 * len(ENCODINGS)
+    _, passkey_rows = present.table_passkey(m, ctx)
+    assert [r[0] for r in passkey_rows] == list(ENCODINGS)
+    columns, training_rows = present.table_training(m, ctx)
+    assert len(training_rows) == 4 * len(ENCODINGS) and all(
+        len(r) == len(columns) for r in training_rows
+    )
 
 
 def test_figures_render(tmp_path):
-    result, _ = run()
-    extrapolation.plot_bits(result, tmp_path / "b.png", tmp_path / "b.svg")
-    extrapolation.plot_passkey(result, tmp_path / "p.png", tmp_path / "p.svg")
-    extrapolation.plot_training(result, tmp_path / "t.png", tmp_path / "t.svg")
-    assert all((tmp_path / f).stat().st_size > 1000 for f in ("b.png", "p.png", "t.png"))
+    m, _ = run()
+    ctx = ctx_for(m)
+    for fid in SPEC.figures:
+        save_figure(getattr(present, f"figure_{fid}")(m, ctx), tmp_path / f"{fid}.png")
+        assert (tmp_path / f"{fid}.png").stat().st_size > 1000
+
+
+class _Base500(Sinusoidal):
+    """Vaswani et al.'s table with another base: an encoding from outside the registry."""
+
+    def input_encoding(self, positions):
+        from posenc.encodings import sinusoidal_table
+
+        return sinusoidal_table(positions, self.params.d_model, 500.0, self.params.angle_dtype)
+
+
+@pytest.fixture
+def seventh():
+    """A 7th encoding, registered for one test (and removed after it)."""
+    spec = register(
+        EncodingSpec(
+            "seventh_table",
+            "input",
+            _Base500,
+            relative=False,
+            learned=False,
+            citation="a test's own",
+            summary="Sinusoidal with base 500.",
+        )
+    )
+    yield spec.name
+    REGISTRY.pop(spec.name)
+
+
+def test_an_encoding_registered_from_outside_flows_through(seventh, tmp_path):
+    curves = dict(CURVES, **{seventh: [2.05, 2.5, 3.0, 3.5, 4.0]})
+    passkey = dict(PASSKEY, **{seventh: [1.0, 0.5, 0.2]})
+    names = encodings()
+    assert seventh in names  # the registry's list follows register()
+    m, claims = run(curves, passkey=passkey, encodings=names)
+    assert seventh in m.summary["encodings"]
+    assert m.evidence["far_change"][seventh] == pytest.approx(1.95)
+    assert {c["verdict"] for c in claims.values()} == {"pass"}
+    ctx = ctx_for(m)
+    for tid in ("segment", "all", "passkey", "gap", "training"):
+        _, rows = getattr(present, f"table_{tid}")(m, ctx)
+        assert seventh in {r[0] for r in rows} | {r[1] for r in rows if len(r) > 1}, tid
+    for fid in SPEC.figures:
+        svg = tmp_path / f"{fid}.svg"
+        save_figure(getattr(present, f"figure_{fid}")(m, ctx), tmp_path / f"{fid}.png", svg)
+        assert seventh in svg.read_text(), fid
+
+
+def test_inputs_list_every_model_of_the_config():
+    config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+    inputs = SPEC.inputs(config)
+    n = 2 * len(config["encodings"]) * len(config["extrapolation"]["seeds"])
+    assert {k: len(v) for k, v in inputs.items()} == {
+        "evaluations": n,
+        "train_logs": n,
+        "timings": n,
+    }
+    first = config["encodings"][0]
+    assert inputs["evaluations"][0] == f"results/extrapolation/eval/lm/{first}/seed0.json"
+    assert inputs["timings"][-1].endswith("/timing.json")
 
 
 def jobs(output: str) -> set[str]:
@@ -282,9 +433,56 @@ def default_config():
     ],
 )
 def test_bad_extrapolation_config_names_the_key(edit, message):
-    from posenc.config import ConfigError, validate_config
+    from posenc.config import ConfigError, validate_config, workflow_schema
 
     config = default_config()
     edit(config["extrapolation"])
+    analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
+    schema = workflow_schema(ROOT, analyses, list(ENCODINGS))
     with pytest.raises(ConfigError, match=re.escape(message)):
-        validate_config(config, ROOT / "config/schema.yaml")
+        validate_config(config, schema, SPEC.checks)
+
+
+def test_the_shipped_config_passes_the_semantic_checks():
+    assert [p for check in SPEC.checks for p in check(default_config())] == []
+
+
+def test_evaluation_extends_the_encodings_the_registry_says():
+    """The context extensions evaluated are each encoding's ``EncodingSpec.extensions``."""
+    from posenc.evaluate import evaluate_lm, extensions_of
+    from posenc.train import build_model
+
+    cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
+    tokens = (torch.arange(400) * 7) % 5
+    for name in ENCODINGS:
+        torch.manual_seed(0)
+        model = build_model(5, cfg, name, {"max_len": 8, "t5_max_distance": 8}).eval()
+        assert extensions_of(model) == REGISTRY[name].extensions, name
+        rows = evaluate_lm(
+            model,
+            tokens[:300],
+            tokens[300:],
+            train_len=8,
+            multipliers=[1, 2],
+            max_windows=2,
+            segment=4,
+            segment_windows=2,
+            batch_tokens=64,
+            device=torch.device("cpu"),
+        )
+        assert {r["method"] for r in rows} == {"plain", *REGISTRY[name].extensions}, name
+        if not REGISTRY[name].extensions and not REGISTRY[name].positional:
+            with pytest.raises(ValueError, match="no RoPE module"):
+                evaluate_lm(
+                    model,
+                    tokens[:300],
+                    tokens[300:],
+                    train_len=8,
+                    multipliers=[1, 2],
+                    max_windows=2,
+                    segment=4,
+                    segment_windows=2,
+                    batch_tokens=64,
+                    device=torch.device("cpu"),
+                    extensions=("ntk",),
+                )

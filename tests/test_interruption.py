@@ -38,8 +38,11 @@ def weights(work):
 def test_sigkill_then_rerun_equals_uninterrupted(tmp_path):
     killed = workflow(tmp_path / "killed")
     proc = subprocess.Popen(
-        [SNAKEMAKE, *ARGS, "--", f"{MODEL}/model.pt"], cwd=killed, start_new_session=True,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [SNAKEMAKE, *ARGS, "--", f"{MODEL}/model.pt"],
+        cwd=killed,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     deadline = time.monotonic() + 300
     while not (killed / RESUME).exists():

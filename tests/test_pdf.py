@@ -111,7 +111,13 @@ def test_fake_report_pdf_has_sections_figures_bookmarks_and_page_numbers(fake_pd
     pdf, pages, _ = fake_pdf
     assert pages == len(pdf.pages) >= 5  # contents, claims, two sections, provenance
     level_one = {title: page for level, title, page in pdf.bookmarks if level == 1}
-    assert list(level_one) == ["Claims", "1 Alpha analysis", "2 Beta analysis", "Provenance"]
+    assert list(level_one) == [
+        "Claims",
+        "1 Alpha analysis",
+        "2 Beta analysis",
+        "References",
+        "Provenance",
+    ]
     contents = pdf.contents()
     for title, page in level_one.items():
         assert contents[title] == page, title
@@ -124,7 +130,7 @@ def test_fake_report_pdf_has_sections_figures_bookmarks_and_page_numbers(fake_pd
 
 def test_the_pdf_fetches_nothing_remote(fake_pdf, tmp_path):
     _, _, fake = fake_pdf
-    template = fake["template_dir"] / "sections" / "alpha.html.j2"
+    template = fake["template_dir"].parent / "analyses" / "alpha" / "section.html.j2"
     # Port 9 (discard) on this machine: nothing would leave it even if the fetch were tried.
     template.write_text(
         template.read_text().replace("<p>See", '<p><img src="http://127.0.0.1:9/x.png">See')
@@ -157,6 +163,7 @@ def test_every_section_is_in_the_pdf(run_pdf, record_property):
     assert bookmarks == [
         "Claims",
         *(f"{s['number']} {words(s['title'])}" for s in data["sections"]),
+        "References",
         "Provenance",
     ]
 
@@ -196,7 +203,7 @@ def test_contents_page_numbers_lead_to_the_sections(run_pdf):
     pdf, data, _ = run_pdf
     contents = pdf.contents()
     titles = ["Claims", *(f"{s['number']} {words(s['title'])}" for s in data["sections"])]
-    for title in [*titles, "Provenance"]:
+    for title in [*titles, "References", "Provenance"]:
         page = contents[title]
         assert title in words(pdf.pages[page - 1]), (title, page)
     bookmark_pages = {title: page for level, title, page in pdf.bookmarks if level == 1}

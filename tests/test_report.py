@@ -124,21 +124,26 @@ def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
         "measured",
         "expected",
         "verdict",
-        "source",
+        "references",
         "section",
+        "reason",
     }
     html = html_of(context, fake)
     assert "2 of 3 claims hold" in html
     assert (
-        '<a class="evidence" href="#sec-beta">§2<span class="section-title"> Beta analysis</span></a>'
-        in html
+        '<a class="evidence" href="#sec-beta">§2'
+        '<span class="section-title"> Beta analysis</span></a>' in html
     )
     # A failing claim stands out and says why, and the summary links to it.
     assert 'class="verdict-fail"' in html
     assert (
-        'Does not hold in this run<span class="why-detail">: measured error: 0.2, '
-        "where error below 0.1 was expected</span>."
+        'Does not hold in this run<span class="why-detail">: measured max: 0.2, '
+        "where error &lt; 0.1 was expected</span>."
     ) in html
+    # Claims cite numbered references; the list names the source documents by their titles.
+    assert '<a class="cite" href="#ref-1">[1]</a> Su et al. 2021' in html
+    assert "“Transformers · Positional encoding”, one of the two source documents" in html
+    assert 'id="ref-3"' in html and "arXiv:1706.03762" in html  # a section's own citation
     assert 'href="#claim-alpha-two"' in html and 'id="claim-alpha-two"' in html
 
 
@@ -379,10 +384,21 @@ def test_a_sections_timing_file_joins_its_section_after_its_own_tables(fake, tmp
     timing_csv = tmp_path / "results" / "beta" / "speed.csv"
     timing_csv.write_text("job,seconds\nbeta,1.5\n")
     timing = tmp_path / "results" / "beta" / "timing.json"
-    timing.write_text(json.dumps({"tables": [{
-        "id": "speed", "title": "Speed", "csv": str(timing_csv),
-        "columns": ["job", "seconds"], "rows": [["beta", 1.5]],
-    }]}))
+    timing.write_text(
+        json.dumps(
+            {
+                "tables": [
+                    {
+                        "id": "speed",
+                        "title": "Speed",
+                        "csv": str(timing_csv),
+                        "columns": ["job", "seconds"],
+                        "rows": [["beta", 1.5]],
+                    }
+                ]
+            }
+        )
+    )
     beta["timing"] = str(timing)
     context = context_of(fake)
     assert [t["number"] for t in context["sections"][1]["tables"].values()] == [2, 3, 4]

@@ -1,19 +1,39 @@
 """The similarity analysis against references written here: the seed's own sinusoid, closed
-forms of each kernel built with loops, brute-force property measures, and claims that fail."""
+forms of each kernel built with loops, brute-force property measures, the claims evaluated on
+its evidence (and failing when the numbers do not hold), and an encoding registered from
+outside flowing through compute, figures and tables."""
 
 import cmath
+import copy
 import itertools
+import logging
 import math
 from pathlib import Path
 
 import pytest
 import torch
 
-from analyses import similarity as sm
+from analyses.similarity import compute as sm
+from analyses.similarity import present
+from analyses.similarity.spec import SPEC
+from posenc.analysis import Context
+from posenc.claims import evaluate
+from posenc.encodings import (
+    REGISTRY,
+    EncodingParams,
+    EncodingSpec,
+    QKEncoding,
+    Rotary,
+    Sinusoidal,
+    build,
+    inverse_frequencies,
+    register,
+    sinusoidal_table,
+)
 
 CPU = torch.device("cpu")
+ROOT = Path(__file__).resolve().parents[1]
 ENCODING_CFG = {"base": 10000.0, "rope_base": 10000.0, "t5_num_buckets": 8, "t5_max_distance": 16}
-ALL = ["none", "sinusoidal", "learned", "rope", "alibi", "t5_bias"]
 IDS = {
     "similarity.seed_values",
     "similarity.monotone_near",
@@ -49,6 +69,22 @@ def tiny_cfg(**overrides):
     return {**cfg, **overrides}
 
 
+def context(cfg=None, encodings=None) -> Context:
+    return Context(
+        cfg=cfg or tiny_cfg(),
+        seed=0,
+        encodings=list(REGISTRY) if encodings is None else encodings,
+        encoding=ENCODING_CFG,
+        device=CPU,
+        log=logging.getLogger("test_similarity"),
+    )
+
+
+def run(ctx: Context) -> tuple:
+    m = sm.compute(ctx)
+    return m, {c["id"]: c for c in evaluate(SPEC.claims, m.evidence, ctx.cfg, SPEC.id)}
+
+
 def naive_cosine_kernel(n: int, d: int, base: float) -> torch.Tensor:
     """(2/d) sum_i cos(omega_i (p - q)), one entry at a time."""
     K = torch.empty(n, n, dtype=torch.float64)
@@ -65,9 +101,12 @@ def test_seed_values_match_the_snippets_own_sinusoid():
     want = [
         torch.nn.functional.cosine_similarity(pe[10], pe[j], dim=0).item() for j in (11, 20, 60)
     ]
-    got = sm.compute(tiny_cfg(), 0, ["sinusoidal"], ENCODING_CFG, CPU)["seed_values"]
+    m = sm.compute(context(encodings=["sinusoidal"]))
+    got = [p["similarity"] for p in m.summary["seed_pairs"]]
     assert got == pytest.approx(want, abs=1e-6)
     assert [round(v, 3) for v in got] == [0.966, 0.658, 0.490]
+    assert m.evidence["seed_similarity"] == got
+    assert m.evidence["printed_values"] == [0.966, 0.658, 0.490]
 
 
 @pytest.mark.parametrize("d, base", [(8, 10000.0), (16, 100.0), (6, 37.0)])
@@ -165,14 +204,16 @@ def test_translation_and_symmetry_deviation():
 
 
 @pytest.mark.parametrize("d", [8, 32])
-def test_rope_upper_bound_against_double_loop(d):
+def test_relative_upper_bound_against_double_loop(d):
     base, R = 10000.0, 20
     theta = [base ** (-2 * i / d) for i in range(d // 2)]
     want = []
     for r in range(R + 1):
         partial = [abs(sum(cmath.exp(1j * r * t) for t in theta[:j])) for j in range(1, d // 2 + 1)]
         want.append(sum(partial) / (d // 2))
-    got = sm.rope_upper_bound(d, base, R, CPU)
+    # The frequencies as RoPE's module gives them, one head of width d.
+    module = Rotary(EncodingParams(d_model=d, n_heads=1, rope_base=base))
+    got = sm.relative_upper_bound(module.frequencies(), R, CPU)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
     assert got[0].item() == pytest.approx((d // 2 + 1) / 2)  # S_j(0) = j
 
@@ -188,17 +229,33 @@ def test_spearman_against_textbook_formula():
 
 
 def test_near_window_is_half_a_period_of_the_fastest_wave():
-    assert sm.near_window([(64, 10000.0), (16, 100.0)], 1.0) == 3  # omega_0 = 1: floor(pi)
-    assert sm.near_window([(64, 10000.0)], 2.0) == 6
+    omega = sm.fastest_frequency([(64, 10000.0), (16, 100.0)], [])
+    assert omega == 1.0  # omega_0 = base^0 on every ladder
+    assert sm.near_window(omega, 1.0) == 3  # floor(pi)
+    assert sm.near_window(omega, 2.0) == 6
+    assert sm.near_window(0.5, 1.0) == 6  # a slower fastest wave widens the window
+    # An encoding's own waves count: a module with a faster wave narrows the window.
+    fast = Sinusoidal(EncodingParams(d_model=8, base=10000.0))
+    assert sm.fastest_frequency([(8, 10000.0)], [fast]) == 1.0
+
+
+@pytest.mark.parametrize("h, omega", [(1.0, 1.0), (2.0, 1.0), (1.0, 0.3), (3.7, 0.9)])
+def test_reach_beyond_h_half_periods_means_monotone_over_the_near_window(h, omega):
+    """The claim's evidence (reach > h) says exactly what the near window says
+    (monotone range >= floor(h pi / omega)), for every integer range."""
+    window = sm.near_window(omega, h)
+    for monotone in range(0, 60):
+        assert (sm.reach(monotone, omega) > h) == (monotone >= window), monotone
 
 
 def test_compute_tiny_all_claims_pass_and_is_deterministic():
-    first = sm.compute(tiny_cfg(), 0, ALL, ENCODING_CFG, CPU)
-    assert {c["id"] for c in first["claims"]} == IDS
-    assert all(c["verdict"] == "pass" for c in first["claims"]), first["claims"]
-    again = sm.compute(tiny_cfg(), 0, ALL, ENCODING_CFG, CPU)
-    assert again["properties"] == first["properties"]
-    assert again["profile_rows"] == first["profile_rows"]
+    first, claims = run(context())
+    assert set(claims) == IDS
+    assert all(c["verdict"] == "pass" for c in claims.values()), claims
+    again = sm.compute(context())
+    assert again.rows["kernel_properties"] == first.rows["kernel_properties"]
+    assert again.rows["offset_profiles"] == first.rows["offset_profiles"]
+    assert again.evidence == first.evidence
 
 
 def test_claims_fail_when_the_numbers_do_not_hold():
@@ -209,32 +266,148 @@ def test_claims_fail_when_the_numbers_do_not_hold():
         "monotone_half_periods": 20.0,
         "decay_max_far_ratio": 0.01,
     }
-    verdicts = {c["id"]: c["verdict"] for c in sm.compute(cfg, 0, ALL, ENCODING_CFG, CPU)["claims"]}
+    _, claims = run(context(cfg))
+    verdicts = {i: c["verdict"] for i, c in claims.items()}
     assert verdicts["similarity.seed_values"] == "fail"
-    assert verdicts["similarity.monotone_near"] == "fail"  # 62 offsets is far past pi
+    assert verdicts["similarity.monotone_near"] == "fail"  # 62 offsets is far short of 20 pi
     assert verdicts["similarity.rope_long_term_decay"] == "fail"
     assert verdicts["similarity.translation_invariance"] == "pass"
 
 
+def test_translation_claim_fails_under_an_impossible_tolerance():
+    cfg = tiny_cfg()
+    cfg["thresholds"] = {**cfg["thresholds"], "translation_ulps": 1e-6}
+    m, claims = run(context(cfg, ["sinusoidal", "alibi"]))
+    spread = m.evidence["translation_spread"]["sinusoidal"]
+    assert spread > 1e-6 * m.evidence["eps_float64_times_N"]  # rounding, not exactly 0
+    assert claims["similarity.translation_invariance"]["verdict"] == "fail"
+    assert "1e-06" in claims["similarity.translation_invariance"]["expected"]
+
+
 def test_translation_claim_is_not_applicable_without_fixed_or_relative_encodings():
-    result = sm.compute(tiny_cfg(), 0, ["learned"], ENCODING_CFG, CPU)
-    verdicts = {c["id"]: c["verdict"] for c in result["claims"]}
-    assert verdicts["similarity.translation_invariance"] == "n/a"
+    _, claims = run(context(encodings=["learned"]))
+    assert claims["similarity.translation_invariance"]["verdict"] == "n/a"
+    assert claims["similarity.monotone_near"]["verdict"] == "pass"  # the sweep still counts
+    assert claims["similarity.rope_long_term_decay"]["verdict"] == "n/a"  # no rotary encoding
+    assert claims["similarity.rope_long_term_decay"]["reason"]
+
+
+def test_selection_follows_the_registry():
+    m = sm.compute(context())
+    positional = [e for e in REGISTRY if REGISTRY[e].positional]
+    assert set(m.evidence["fixed"]) == {e for e in positional if not REGISTRY[e].learned}
+    assert set(m.evidence["invariant"]) == {
+        e for e in positional if REGISTRY[e].relative or not REGISTRY[e].learned
+    }
+    params = EncodingParams(d_model=16, n_heads=2, **ENCODING_CFG)
+    assert m.evidence["rotary"] == [
+        e
+        for e in REGISTRY
+        if isinstance(build(e, params), QKEncoding) and build(e, params).frequencies() is not None
+    ]
+    assert m.evidence["rotary"]  # the built-in RoPE is one
+
+
+class _ShortSinusoidal(Sinusoidal):
+    """Vaswani et al.'s table with base 500: a sinusoidal encoding not in the registry file."""
+
+    def input_encoding(self, positions):
+        p = self.params
+        return sinusoidal_table(positions, p.d_model, 500.0, p.angle_dtype)
+
+    def frequencies(self):
+        return inverse_frequencies(self.params.d_model, 500.0)
+
+
+class _ShortRotary(Rotary):
+    """RoPE with base 500."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.base = 500.0
+
+
+@pytest.fixture
+def toys():
+    names = ("toy_sim_table", "toy_sim_rotary")
+    register(
+        EncodingSpec(
+            names[0],
+            "input",
+            _ShortSinusoidal,
+            relative=False,
+            learned=False,
+            citation="a test's toy",
+            summary="Sinusoidal with base 500.",
+        )
+    )
+    register(
+        EncodingSpec(
+            names[1],
+            "qk",
+            _ShortRotary,
+            relative=True,
+            learned=False,
+            citation="a test's toy",
+            summary="RoPE with base 500.",
+        )
+    )
+    yield names
+    for name in names:
+        REGISTRY.pop(name, None)
+
+
+def test_an_encoding_registered_from_outside_flows_through(toys):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    table, rotary = toys
+    ctx = context(encodings=["sinusoidal", "rope", *toys])
+    m, claims = run(ctx)
+    for name in toys:
+        assert f"{name} kernel" in m.evidence["monotone_reach"]
+        assert name in m.evidence["translation_spread"]
+        assert name in {r["encoding"] for r in m.rows["kernel_properties"]}
+    assert f"{rotary} d=64" in m.evidence["decay_spearman"]
+    assert rotary in m.summary["long_term_decay"]
+    assert all(c["verdict"] == "pass" for c in claims.values()), claims
+
+    titles = {ax.get_title() for ax in present.figure_kernels(m, ctx).axes}
+    assert set(toys) <= titles
+    decay_titles = " ".join(ax.get_title() for ax in present.figure_long_term_decay(m, ctx).axes)
+    assert rotary in decay_titles
+    _, rows = present.table_properties(m, ctx)
+    assert set(toys) <= {r[0] for r in rows}
+    _, rows = present.table_long_term_decay(m, ctx)
+    assert rotary in {r[0] for r in rows}
+
+
+def test_every_figure_and_table_of_the_spec_renders():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    ctx = context()
+    m = sm.compute(ctx)
+    for fid in SPEC.figures:
+        assert getattr(present, f"figure_{fid}")(m, ctx).axes
+    for tid in SPEC.tables:
+        columns, rows = getattr(present, f"table_{tid}")(m, ctx)
+        assert rows and all(len(r) == len(columns) for r in rows), tid
+    for name in SPEC.csvs:
+        assert m.rows[name], name
 
 
 def _section(name):
     import yaml
 
-    root = Path(__file__).resolve().parents[1]
-    return yaml.safe_load((root / "config/config.yaml").read_text())[name]
+    return yaml.safe_load((ROOT / "config/config.yaml").read_text())[name]
 
 
 def test_shipped_section_is_valid_and_typos_are_rejected():
     import yaml
     from jsonschema import Draft202012Validator
 
-    root = Path(__file__).resolve().parents[1]
-    schema = yaml.safe_load((root / "config/schema/similarity.yaml").read_text())
+    schema = yaml.safe_load((ROOT / "analyses/similarity/schema.yaml").read_text())
     validator = Draft202012Validator(schema)
     cfg = _section("similarity")
     assert not list(validator.iter_errors(cfg))
@@ -254,12 +427,8 @@ def test_shipped_section_is_valid_and_typos_are_rejected():
     ],
 )
 def test_semantic_checks_name_the_key(change, key):
-    import copy
-
-    from posenc.config import SEMANTIC_CHECKS
-
     cfg = copy.deepcopy(_section("similarity"))
-    assert not [p for check in SEMANTIC_CHECKS for p in check({"similarity": cfg})]
+    assert not [p for check in SPEC.checks for p in check({"similarity": cfg})]
     change(cfg)
-    problems = [p for check in SEMANTIC_CHECKS for p in check({"similarity": cfg})]
+    problems = [p for check in SPEC.checks for p in check({"similarity": cfg})]
     assert any(p.startswith(f"config key {key} ") for p in problems), problems

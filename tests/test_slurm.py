@@ -23,8 +23,11 @@ TIMING_SECTIONS = {"complexity"}
 
 
 def comparable(ledger):
-    return {c["id"]: (c["measured"], c["verdict"]) for c in ledger
-            if c["section"] not in TIMING_SECTIONS}
+    return {
+        c["id"]: (c["measured"], c["verdict"])
+        for c in ledger
+        if c["section"] not in TIMING_SECTIONS
+    }
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -44,12 +47,20 @@ def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
     os.chmod(cluster, 0o755)
     with slurm_cluster.local_cluster(cluster) as job_log:
         proc = snakemake(
-            work, "--profile", "profiles/slurm", "--configfile", "config/test.yaml",
-            "--jobs", "2",
+            work,
+            "--profile",
+            "profiles/slurm",
+            "--configfile",
+            "config/test.yaml",
+            "--jobs",
+            "2",
             # No slurmdbd here, so sacct cannot answer: poll squeue instead (MinJobAge=300).
-            "--slurm-status-command", "squeue",
-            "--slurm-init-seconds-before-status-checks", "2",
-            "--seconds-between-status-checks", "2",
+            "--slurm-status-command",
+            "squeue",
+            "--slurm-init-seconds-before-status-checks",
+            "2",
+            "--seconds-between-status-checks",
+            "2",
             timeout=1800,
         )
         jobs = job_log.read_text() if job_log.exists() else ""

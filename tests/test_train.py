@@ -1,6 +1,7 @@
 """Training: schedule, determinism, resume after a kill, and loud failure on NaN."""
 
 import io
+import itertools
 import json
 import os
 import signal
@@ -27,10 +28,8 @@ from posenc.train import (
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "analyses"))
-import itertools
-
-import train as train_script
+sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+import train_model as train_script  # noqa: E402
 
 CPU = torch.device("cpu")
 TOKENS = (torch.arange(5000) * 3) % 11  # predictable: a run can show that it learns
@@ -231,6 +230,8 @@ def fake_snakemake(tmp_path, task, encoding, cfg):
         ),
         log=[],
         threads=1,
+        config={"plugins": []},
+        scriptdir=str(ROOT / "workflow" / "scripts"),
     )
 
 

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = ("Snakefile", "rules", "analyses", "report_templates", "config", "profiles")
+SOURCES = ("Snakefile", "rules", "analyses", "workflow", "report_templates", "config", "profiles")
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 
 

@@ -1,0 +1,314 @@
+"""Aliasing figures and tables: one function per figure and per table of the spec. Tables of
+angles are panels, one per configured encoding that has one, styled from the registry."""
+
+import math
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import style
+
+from .compute import _find
+
+ERROR_FLOOR = 1e-12  # exact zeros are drawn here on log axes, below every rounding error shown
+DTYPE_COLORS = {
+    "bfloat16": "tab:red",
+    "float16": "tab:orange",
+    "float32": "tab:blue",
+    "float64": "tab:green",
+}
+TABLE_LINES = ("-", "--", ":", "-.")
+
+
+def _variant_styles(variants: list[str]) -> dict[str, dict]:
+    """One colour per stored dtype, one line style per way of computing."""
+    out = {}
+    for name in variants:
+        store = name.split()[1] if name.startswith("naive") else name.split()[0]
+        dashes = "-" if name.startswith("naive") else ("--" if "float32 angles" in name else ":")
+        out[name] = {"color": DTYPE_COLORS.get(store, "black"), "ls": dashes}
+    return out
+
+
+def _panels(n: int, width: float = 5.5):
+    """One panel per table, side by side, sharing the y axis (at least one panel)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1,
+        max(n, 1),
+        figsize=(width * max(n, 1), 3.8),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    return fig, list(axes[0])
+
+
+def _title(ax, table: dict, what: str = "") -> None:
+    base = "" if table["base"] is None else f", base {table['base']:g}"
+    ax.set_title(
+        f"{table['encoding']}{what} (width {table['width']}{base})",
+        color=style(table["encoding"])["color"],
+    )
+
+
+def _none_configured(ax) -> None:
+    ax.text(
+        0.5, 0.5, "no table of angles configured", ha="center", va="center", transform=ax.transAxes
+    )
+
+
+def _drawable(errors: list[float], floor: float) -> list[float]:
+    """Log axes: exact zeros at ``floor``, non-finite errors left out (NaN)."""
+    return [max(e, floor) if e is not None and math.isfinite(e) else math.nan for e in errors]
+
+
+def figure_min_distance(m: Measurements, ctx: Context):
+    """Exact minimum distance against L, one panel per base, one line per d."""
+    import matplotlib.pyplot as plt
+
+    cfg = ctx.cfg
+    bases = cfg["exact"]["bases"]
+    fig, axes = plt.subplots(
+        1,
+        len(bases),
+        figsize=(5.2 * len(bases), 3.8),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    cmap = plt.get_cmap("viridis")
+    ds = cfg["exact"]["d_values"]
+    for ax, base in zip(axes[0], bases):
+        for j, d in enumerate(ds):
+            rows = _find(m.rows["min_distance"], d=d, base=base)
+            ax.plot(
+                [r["length"] for r in rows],
+                [r["min_distance"] for r in rows],
+                marker="o",
+                ms=3,
+                color=cmap(j / max(1, len(ds) - 1)),
+                label=f"d = {d}",
+            )
+        ax.set(xscale="log", yscale="log", xlabel="L (positions 0..L−1)", title=f"base {base:g}")
+        ax.grid(alpha=0.3, which="both")
+    axes[0][0].set_ylabel("min ‖PE(p) − PE(q)‖ over p ≠ q < L")
+    axes[0][-1].legend(fontsize=7)
+    return fig
+
+
+def figure_distinct(m: Measurements, ctx: Context):
+    """Distinct fraction against L, one panel per table, one line per variant."""
+    tables, variants = m.summary["tables"], m.summary["variants"]
+    styles = _variant_styles(variants)
+    fig, axes = _panels(len(tables))
+    for ax, table in zip(axes, tables):
+        for name in variants:
+            rows = _find(m.rows["distinct_curve"], encoding=table["encoding"], variant=name)
+            ax.plot(
+                [r["length"] for r in rows],
+                [r["distinct_fraction"] for r in rows],
+                label=name,
+                **styles[name],
+            )
+        ax.set(xscale="log", yscale="log", xlabel="L")
+        _title(ax, table)
+        ax.grid(alpha=0.3, which="both")
+    if not tables:
+        _none_configured(axes[0])
+    axes[0].set_ylabel("distinct encodings / L")
+    if tables:
+        fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    return fig
+
+
+def figure_errors(m: Measurements, ctx: Context):
+    """Angle error (every table in one panel) and encoding error (a panel per table) against
+    the position."""
+    import matplotlib.pyplot as plt
+
+    tables, variants = m.summary["tables"], m.summary["variants"]
+    errors = m.rows["errors"]
+    styles = _variant_styles(variants)
+    fig, axes = plt.subplots(
+        1,
+        1 + len(tables),
+        figsize=(5 * (1 + len(tables)), 3.8),
+        layout="constrained",
+        squeeze=False,
+    )
+    axes = list(axes[0])
+    angle_names = sorted({r["variant"] for r in errors if r["quantity"] == "angle"})
+    for i, table in enumerate(tables):
+        name = table["encoding"]
+        for variant in angle_names:
+            rows = _find(errors, encoding=name, quantity="angle", variant=variant)
+            axes[0].plot(
+                [r["position"] for r in rows],
+                _drawable([r["max_abs_error"] for r in rows], ERROR_FLOOR),
+                ls=TABLE_LINES[i % len(TABLE_LINES)],
+                lw=1,
+                marker=style(name)["marker"],
+                ms=3,
+                markevery=max(1, len(rows) // 12),
+                color=DTYPE_COLORS.get(variant.split()[0], "black"),
+                label=f"{name}, {variant}",
+            )
+    axes[0].set(
+        xscale="log",
+        yscale="log",
+        xlabel="position p",
+        ylabel="max_i |θ̂_i − θ_i| (rad)",
+        title="angle error (naive dtypes)",
+    )
+    if tables:
+        axes[0].legend(fontsize=6)
+    else:
+        _none_configured(axes[0])
+    for ax, table in zip(axes[1:], tables):
+        for variant in variants:
+            rows = _find(errors, encoding=table["encoding"], quantity="encoding", variant=variant)
+            ax.plot(
+                [r["position"] for r in rows],
+                _drawable([r["max_abs_error"] for r in rows], ERROR_FLOOR),
+                lw=1,
+                label=variant,
+                **styles[variant],
+            )
+        ax.set(xscale="log", yscale="log", xlabel="position p", ylabel="max |row − exact row|")
+        _title(ax, table, " encoding error")
+    if tables:
+        axes[-1].legend(fontsize=6)
+    for ax in axes:
+        ax.grid(alpha=0.3, which="both")
+    return fig
+
+
+def figure_decode(m: Measurements, ctx: Context):
+    """Decoding accuracy against L, one panel per table, one line per variant."""
+    tables, variants = m.summary["tables"], m.summary["variants"]
+    styles = _variant_styles(variants)
+    fig, axes = _panels(len(tables))
+    for ax, table in zip(axes, tables):
+        for name in variants:
+            rows = _find(m.rows["decode"], encoding=table["encoding"], variant=name)
+            ax.plot(
+                [r["length"] for r in rows],
+                [r["accuracy"] for r in rows],
+                marker=".",
+                label=name,
+                **styles[name],
+            )
+        ax.set(xscale="log", xlabel="L", ylim=(-0.03, 1.03))
+        _title(ax, table)
+        ax.grid(alpha=0.3, which="both")
+    if not tables:
+        _none_configured(axes[0])
+    axes[0].set_ylabel("decoded to itself (fraction)")
+    if tables:
+        fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    return fig
+
+
+def table_min_distance(m: Measurements, ctx: Context):
+    n = m.summary["max_len"]
+    checks = {(c["d"], c["base"]): c for c in m.summary["scan_checks"]}
+    columns = [
+        "d",
+        "base",
+        "min distance",
+        "at offset",
+        "adjacent distance",
+        "check L",
+        "scan vs brute force (rel.)",
+    ]
+    rows = [
+        [
+            r["d"],
+            r["base"],
+            r["min_distance"],
+            r["argmin_offset"],
+            r["adjacent_distance"],
+            checks[(r["d"], r["base"])]["length"],
+            checks[(r["d"], r["base"])]["relative_difference"],
+        ]
+        for r in m.rows["min_distance"]
+        if r["length"] == n
+    ]
+    return columns, rows
+
+
+def table_far_pairs(m: Measurements, ctx: Context):
+    lengths = m.summary["lengths"]
+    shown = {lengths[1], lengths[len(lengths) // 2], lengths[-1]}
+    far = sorted(
+        (r for r in m.rows["min_distance"] if r["d"] == ctx.cfg["d_model"]),
+        key=lambda r: (r["base"], r["length"]),
+    )
+    columns = ["base", "L", "min distance (offset ≥ 2)", "at offset", "ratio to adjacent"]
+    rows = [
+        [
+            r["base"],
+            r["length"],
+            r["far_min_distance"],
+            r["far_argmin_offset"],
+            r["far_to_adjacent"],
+        ]
+        for r in far
+        if r["length"] in shown
+    ]
+    return columns, rows
+
+
+def table_floating_point(m: Measurements, ctx: Context):
+    n = m.summary["max_len"]
+    errs: dict[tuple, float] = {}
+    for r in m.rows["errors"]:
+        if r["quantity"] == "encoding":
+            key = (r["encoding"], r["variant"])
+            errs[key] = max(errs.get(key, 0.0), r["max_abs_error"])
+    acc = {
+        (r["encoding"], r["variant"]): r["accuracy"] for r in m.rows["decode"] if r["length"] == n
+    }
+    columns = [
+        "encoding",
+        "variant",
+        "distinct",
+        "fraction",
+        "first repeat",
+        "repeats",
+        "first non-finite",
+        "non-finite rows",
+        "max error",
+        "decoded",
+    ]
+    rows = [
+        [
+            s["encoding"],
+            s["variant"],
+            s["distinct"],
+            s["distinct_fraction"],
+            s["first_repeat"],
+            s["first_repeat_of"],
+            s["first_nonfinite"],
+            s["nonfinite_rows"],
+            errs.get((s["encoding"], s["variant"])),
+            acc.get((s["encoding"], s["variant"])),
+        ]
+        for s in m.rows["distinct"]
+    ]
+    return columns, rows
+
+
+def table_learned(m: Measurements, ctx: Context):
+    columns = ["encoding", "L_max", "rows 0..L_max−1", "position L_max raises", "message"]
+    rows = [
+        [
+            t["encoding"],
+            t["max_len"],
+            "x".join(map(str, t["in_range_shape"])),
+            t["error"] or "nothing",
+            t["message"] or "—",
+        ]
+        for t in m.summary["learned_tables"]
+    ]
+    return columns, rows

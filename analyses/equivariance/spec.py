@@ -1,0 +1,115 @@
+"""Permutation equivariance of attention, what breaks it, and shift invariance of relative
+encodings. Torch-free: read by the workflow at parse time."""
+
+from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.claims import Check, Claim
+
+SPEC = AnalysisSpec(
+    id="equivariance",
+    title="Permutation equivariance, and what breaks it",
+    csvs=("permutation_errors", "shift_errors"),
+    figures={
+        "permutation": Figure(
+            "Relative permutation error of {n_permutation_cases} (model, input, permutation) "
+            "cases: bars span min to max over models and permutations, markers show the max "
+            "(circles one layer, squares the stack), crosses the reversal; dashed lines are the "
+            "per-dtype tolerance, the dotted line the 'broken' threshold; exact zeros sit at "
+            "the bottom."
+        ),
+        "shift": Figure(
+            "Relative change of the output when every position is shifted by c in {shifts}, "
+            "bidirectional and causal pooled; lines as in the permutation figure."
+        ),
+    },
+    tables={
+        "seed": Table(
+            "The seed's check (nn.MultiheadAttention(16, 2), 5 tokens): max |Attn(PX) − P "
+            "Attn(X)| and torch.allclose as the seed calls it."
+        ),
+        "permutation": Table(
+            "Relative permutation error per encoding and attention: the largest over every "
+            "model and permutation, the weakest model's largest, and the largest under the "
+            "reversal.",
+            csv="permutation_errors",
+        ),
+        "shift": Table(
+            "Relative change of the output when every position is shifted by the same "
+            "constant: the largest over every model and shift, and the weakest model's largest.",
+            csv="shift_errors",
+        ),
+    },
+    claims=(
+        Claim(
+            "equivariance.seed_check",
+            "The seed's check: nn.MultiheadAttention(16, 2) without positions only permutes "
+            "its output, and after adding sinusoidal PE it does not: the largest difference "
+            "stays within the seed's atol without PE and exceeds it with PE (the seed itself "
+            "prints True, True).",
+            checks=(
+                Check("seed.no_pe_max_abs", "<=", "seed_atol_equal", label="no PE max|diff|"),
+                Check("seed.pe_max_abs", ">", "seed_atol_broken", label="with PE max|diff|"),
+            ),
+            references=("seed_snippet",),
+        ),
+        Claim(
+            "equivariance.no_pe_bidirectional",
+            "Without positions, bidirectional attention (one layer and a stack) is "
+            "permutation-equivariant: Attn(PX) = P Attn(X) up to rounding.",
+            checks=(
+                Check(
+                    "no_pe_ulps",
+                    "<=",
+                    "equal_ulps",
+                    label="NoPE's largest relative error over every model and permutation, "
+                    "in eps(dtype),",
+                ),
+            ),
+            references=("seed_snippet", "seed_article"),
+        ),
+        Claim(
+            "equivariance.pe_breaks",
+            "Every positional encoding breaks permutation equivariance of bidirectional "
+            "attention, in every random model tried; each number is the least broken model's "
+            "largest error over its permutations.",
+            checks=(Check("pe_weakest", ">", "broken_min", label="weakest model's largest error"),),
+            references=("seed_snippet", "seed_article"),
+        ),
+        Claim(
+            "equivariance.causal_breaks",
+            "A causal mask alone breaks permutation equivariance, with no positional encoding: "
+            "a NoPE decoder can still tell positions apart; each number is the least broken "
+            "model's largest error over its permutations.",
+            checks=(
+                Check(
+                    "causal_weakest",
+                    ">",
+                    "broken_min",
+                    label="NoPE causal, weakest model's largest error",
+                ),
+            ),
+            references=("haviv2022",),
+        ),
+        Claim(
+            "equivariance.relative_shift_invariance",
+            "Shifting every position by the same constant leaves the output of relative "
+            "schemes ({relative}) unchanged and changes that of absolute ones ({absolute}).",
+            checks=(
+                Check(
+                    "relative_shift_ulps",
+                    "<=",
+                    "equal_ulps",
+                    label="relative: largest relative error in eps(dtype)",
+                ),
+                Check(
+                    "absolute_shift_weakest",
+                    ">",
+                    "broken_min",
+                    label="absolute: the least changed model's largest error",
+                ),
+            ),
+            references=("su2021", "press2022", "raffel2020"),
+        ),
+    ),
+    references=("haviv2022", "higham2002"),
+    resources=Resources(threads=1, mem_mb=2000, runtime=15),
+)

@@ -1,0 +1,244 @@
+"""Extrapolation figures and tables: one function per figure and per table of the spec. Every
+encoding's colour and marker come from posenc.plotting.style, so any registered encoding has
+one; a context extension's curve takes its encoding's colour and a dashed or dotted line."""
+
+from typing import Any
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import style
+
+# The plain model solid; its first, second, ... context extension dashed, dotted, ...
+LINESTYLES = ("-", "--", ":", "-.")
+TITLES = {"all": "(a) every token of each window", "segment": "(b) same final segment"}
+TASKS = {
+    "lm": ("character LM", "training loss (bits/char)"),
+    "passkey": ("passkey retrieval", "training loss (nats)"),
+}
+
+
+def cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
+    """A table cell: mean ± half range over seeds, or 'undefined'."""
+    if summary is None:
+        return "undefined"
+    if summary["n"] == 1:
+        return f"{summary['mean']:.{digits}f}"
+    half = (summary["max"] - summary["min"]) / 2
+    return f"{summary['mean']:.{digits}f} ± {half:.{digits}f}"
+
+
+def _lm(m: Measurements) -> dict[tuple, dict | None]:
+    """The summary's LM spreads by (series, mode, multiplier); None where undefined."""
+    return {
+        (e["series"], e["mode"], e["multiplier"]): e if e.get("defined", True) else None
+        for e in m.summary["lm"]
+    }
+
+
+def _passkey(m: Measurements) -> dict[tuple, dict | None]:
+    return {
+        (e["encoding"], e["multiplier"]): e if e.get("defined", True) else None
+        for e in m.summary["passkey"]
+    }
+
+
+def _mean_and_spread(ax, points, color, label, marker, linestyle, size) -> None:
+    """One series over seeds: the mean as a line, the min-max spread as a band.
+    ``points`` are (x, {"mean", "min", "max"}) pairs."""
+    xs = [x for x, _ in points]
+    ax.plot(
+        xs,
+        [p["mean"] for _, p in points],
+        linestyle,
+        marker=marker,
+        ms=size,
+        mfc="none",
+        color=color,
+        label=label,
+    )
+    ax.fill_between(
+        xs,
+        [p["min"] for _, p in points],
+        [p["max"] for _, p in points],
+        color=color,
+        alpha=0.15,
+        lw=0,
+    )
+
+
+def _length_axis(ax, lengths: list[int]) -> None:
+    """Log-2 x axis labelled with the evaluation lengths themselves."""
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(lengths)
+    ax.xaxis.set_major_formatter(ScalarFormatter())
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.grid(alpha=0.3)
+
+
+def figure_bits_vs_length(m: Measurements, ctx: Context):
+    """Bits/char versus evaluation length (log x), both scoring modes, mean and seed range."""
+    import matplotlib.pyplot as plt
+
+    lm, s = _lm(m), m.summary
+    train_len = m.evidence["train_len"]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    for ax, mode in zip(axes, ("all", "segment")):
+        for series in s["series"]:
+            name = series["name"]
+            points = [
+                (k * train_len, lm[(name, mode, k)])
+                for k in s["multipliers"]
+                if lm.get((name, mode, k))
+            ]
+            if not points:
+                continue
+            label = name + (" (undefined > L_max)" if series["undefined_beyond_train"] else "")
+            look = style(name)
+            linestyle = LINESTYLES[series["variant"] % len(LINESTYLES)]
+            _mean_and_spread(ax, points, look["color"], label, look["marker"], linestyle, 4)
+        ax.axvline(train_len, color="0.6", lw=0.8, ls="--")
+        _length_axis(ax, [k * train_len for k in s["multipliers"]])
+        ax.set_xlabel("evaluation length L (tokens)")
+        ax.set_title(TITLES[mode], fontsize=10)
+    axes[0].set_ylabel("validation loss (bits/char)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def figure_passkey_accuracy(m: Measurements, ctx: Context):
+    """Exact-match passkey accuracy versus length, per encoding."""
+    import matplotlib.pyplot as plt
+
+    passkey, s = _passkey(m), m.summary
+    fig, ax = plt.subplots(figsize=(6, 4))
+    n_train = s["passkey_train_len"]
+    for enc in s["encodings"]:
+        points = [
+            (k * n_train, passkey[(enc, k)])
+            for k in s["passkey_multipliers"]
+            if passkey.get((enc, k))
+        ]
+        if not points:
+            continue
+        look = style(enc)
+        _mean_and_spread(ax, points, look["color"], enc, look["marker"], "-", 5)
+    ax.axhline(m.evidence["passkey_chance"], color="0.5", lw=0.8, ls=":", label="chance")
+    ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
+    _length_axis(ax, [k * n_train for k in s["passkey_multipliers"]])
+    ax.set_ylim(0, 1.02)
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("exact-match accuracy")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_training_curves(m: Measurements, ctx: Context):
+    """Training loss per step (moving average), mean over seeds, per task and encoding."""
+    import matplotlib.pyplot as plt
+
+    curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
+    for r in m.rows["training_curves"]:
+        curves.setdefault(r["task"], {}).setdefault(r["encoding"], []).append(
+            (r["step"], r["smoothed"])
+        )
+    fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
+    for ax, task in zip(axes[0], sorted(curves)):
+        for enc, points in curves[task].items():  # in registry order (compute sorted them)
+            ax.plot(
+                [x for x, _ in points],
+                [y for _, y in points],
+                color=style(enc)["color"],
+                lw=1.2,
+                label=enc,
+            )
+        title, ylabel = TASKS.get(task, (task, "training loss"))
+        ax.set_title(title, fontsize=10)
+        ax.set_xlabel("step")
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def _bits_table(m: Measurements, mode: str):
+    lm, s, train_len = _lm(m), m.summary, m.evidence["train_len"]
+    columns = ["series", *[f"{k}x ({k * train_len})" for k in s["multipliers"]]]
+    rows = [
+        [series["name"], *[cell(lm.get((series["name"], mode, k))) for k in s["multipliers"]]]
+        for series in s["series"]
+    ]
+    return columns, rows
+
+
+def table_segment(m: Measurements, ctx: Context):
+    return _bits_table(m, "segment")
+
+
+def table_all(m: Measurements, ctx: Context):
+    return _bits_table(m, "all")
+
+
+def table_passkey(m: Measurements, ctx: Context):
+    passkey, s = _passkey(m), m.summary
+    columns = [
+        "encoding",
+        *[f"{k}N ({k * s['passkey_train_len']})" for k in s["passkey_multipliers"]],
+    ]
+    rows = [
+        [enc, *[cell(passkey.get((enc, k))) for k in s["passkey_multipliers"]]]
+        for enc in s["encodings"]
+    ]
+    return columns, rows
+
+
+def table_gap(m: Measurements, ctx: Context):
+    columns = ["encoding", "seed", "train bits/char", "validation bits/char", "gap"]
+    rows = [
+        [
+            g["encoding"],
+            g["seed"],
+            round(g["train_bits"], 4),
+            round(g["val_bits"], 4),
+            round(g["gap_bits"], 4),
+        ]
+        for g in m.summary["gaps"]
+    ]
+    return columns, rows
+
+
+def table_training(m: Measurements, ctx: Context):
+    columns = [
+        "task",
+        "encoding",
+        "seed",
+        "device",
+        "params",
+        "steps",
+        "tokens/s",
+        "wall s",
+        "peak MB",
+        "resumed from",
+        "final loss (nats)",
+    ]
+    rows = [
+        [
+            t["task"],
+            t["encoding"],
+            t["seed"],
+            t["device"],
+            t["params"],
+            t["steps"],
+            round(t["tokens_per_s"]),
+            round(t["wall_s"], 1),
+            round(t["peak_memory_mb"]),
+            t["resumed_from_step"],
+            round(t["final_train_loss_nats"], 4),
+        ]
+        for t in m.rows["training_timing"]
+    ]
+    return columns, rows

@@ -1,0 +1,80 @@
+# Train short, test long. Three stages, so that a change in evaluation or in the report never
+# retrains: train one model per (task, encoding, seed) -> evaluate each model -> aggregate (the
+# analysis rule rules/analyses.smk builds from spec.py, reading the evaluations listed by its
+# `inputs`). The training rule's params hold only what training reads (data, model, optimiser,
+# encoding); evaluation settings are params of the evaluation rule alone.
+XP = config["extrapolation"]
+XP_TASKS = ("lm", "passkey")
+
+
+# What each task's training reads as data; with the model, optimiser and encoding settings
+# below, all a training run depends on, and nothing else (a change here retrains).
+XP_DATA = {
+    "lm": {
+        "corpus": XP["corpus"],
+        "val_fraction": XP["val_fraction"],
+        "seq_len": XP["lm"]["seq_len"],
+    },
+    "passkey": XP["passkey"]["task"],
+}
+
+
+rule extrapolation_train:
+    input:
+        corpus=lambda w: [XP["corpus"]] if w.task == "lm" and XP["corpus"] else [],
+    output:
+        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
+        train_log="results/extrapolation/models/{task}/{encoding}/seed{seed}/train_log.json",  # what was computed: deterministic
+        timing="results/extrapolation/models/{task}/{encoding}/seed{seed}/timing.json",  # how the run went: speed, memory, resumption
+    log:
+        log_path("extrapolation/train/{task}/{encoding}/seed{seed}"),
+    wildcard_constraints:
+        task="|".join(XP_TASKS),
+    # Trained models are the expensive outputs: with --cache and SNAKEMAKE_OUTPUT_CACHE set,
+    # checkouts with the same training settings and code share them. A cached rule may not
+    # have a benchmark: directive; the run's wall time and peak memory are in timing.json.
+    cache: True
+    threads: XP["resources"]["threads"]
+    resources:
+        mem_mb=XP["resources"]["mem_mb"],
+        runtime=XP["resources"]["runtime"],
+        gpu=XP["resources"]["gpu"],
+    params:
+        settings=lambda w: {
+            "data": XP_DATA[w.task],
+            "model": XP["model"],
+            "train": XP[w.task]["train"] | XP["training"],
+            "encoding": config["encoding"],
+        },
+        # Snakemake's rerun check and the cache key see the script and the params, not the
+        # modules it imports: a digest of the training code makes a change there retrain.
+        code=code_digest("posenc.train", "posenc.model", "posenc.encodings", "posenc.data"),
+        device=config["device"],
+        # Not an output: Snakemake would delete it when a job fails, and it must survive a
+        # kill so that the rerun resumes. Removed once the model is written.
+        resume=lambda w: f"results/extrapolation/resume/{w.task}/{w.encoding}/seed{w.seed}.pt",
+    script:
+        "../../workflow/scripts/train_model.py"
+
+
+rule extrapolation_evaluate:
+    input:
+        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
+    output:
+        evaluation="results/extrapolation/eval/{task}/{encoding}/seed{seed}.json",
+    log:
+        log_path("extrapolation/evaluate/{task}/{encoding}/seed{seed}"),
+    benchmark:
+        bench_path("extrapolation/evaluate/{task}/{encoding}/seed{seed}")
+    wildcard_constraints:
+        task="|".join(XP_TASKS),
+    threads: XP["resources"]["threads"]
+    resources:
+        mem_mb=XP["resources"]["mem_mb"],
+        runtime=XP["resources"]["runtime"],
+        gpu=XP["resources"]["gpu"],
+    params:
+        settings=lambda w: XP[w.task]["eval"],
+        device=config["device"],
+    script:
+        "../../workflow/scripts/evaluate_model.py"

@@ -1,0 +1,279 @@
+"""Train short, test long: a character LM and a passkey-retrieval model per encoding and seed,
+trained at one length and evaluated at multiples of it. Torch-free: read by the workflow at
+parse time. The training and evaluation stages are in ``rules.smk``; this spec is the
+aggregate, which reads every model's evaluation and training log."""
+
+from pathlib import Path
+
+from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.claims import Check, Claim
+
+TASKS = ("lm", "passkey")
+
+
+def inputs(config: dict) -> dict[str, list[str]]:
+    """Every model's evaluation, training log and training timings: one per task x encoding x
+    seed, in that order (the output paths of the stages in ``rules.smk``)."""
+    runs = [
+        (task, encoding, seed)
+        for task in TASKS
+        for encoding in config["encodings"]
+        for seed in config["extrapolation"]["seeds"]
+    ]
+    models = "results/extrapolation/models/{}/{}/seed{}"
+    return {
+        "evaluations": [f"results/extrapolation/eval/{t}/{e}/seed{s}.json" for t, e, s in runs],
+        "train_logs": [f"{models.format(t, e, s)}/train_log.json" for t, e, s in runs],
+        "timings": [f"{models.format(t, e, s)}/timing.json" for t, e, s in runs],
+    }
+
+
+def check_config(config: dict) -> list[str]:
+    """Cross-field rules of the extrapolation section (the schema checks each field alone)."""
+    cfg = config.get("extrapolation")
+    if not cfg:
+        return []
+    problems = []
+    model = cfg["model"]
+    d, h = model["d_model"], model["n_heads"]
+    if d % h or (d // h) % 2 or d // h <= 2:
+        problems.append(
+            f"config key extrapolation.model.d_model = {d}: must split into n_heads = {h} heads "
+            "of even width > 2 (RoPE rotates pairs; NTK scaling divides by head_dim - 2)"
+        )
+    seq_len, t5_max = cfg["lm"]["seq_len"], config.get("encoding", {}).get("t5_max_distance")
+    if t5_max and seq_len < t5_max:
+        problems.append(
+            f"config key extrapolation.lm.seq_len = {seq_len}: below encoding.t5_max_distance = "
+            f"{t5_max}, so T5's far buckets would never be trained and T5 would look as bad as "
+            "RoPE for the wrong reason"
+        )
+    for task in TASKS:
+        multipliers = cfg[task]["eval"]["multipliers"]
+        if 1 not in multipliers:
+            problems.append(
+                f"config key extrapolation.{task}.eval.multipliers = {multipliers}: must include "
+                "1 (the training length, the reference for every comparison)"
+            )
+    if 2 not in cfg["lm"]["eval"]["multipliers"]:
+        problems.append(
+            f"config key extrapolation.lm.eval.multipliers = {cfg['lm']['eval']['multipliers']}: "
+            "must include 2 (NTK scaling is claimed at 2x L_train)"
+        )
+    segment = cfg["lm"]["eval"]["segment"]
+    if segment > seq_len:
+        problems.append(
+            f"config key extrapolation.lm.eval.segment = {segment}: must be <= "
+            f"extrapolation.lm.seq_len = {seq_len} (the scored segment fits the shortest window)"
+        )
+    task = cfg["passkey"]["task"]
+    if task["min_len"] > task["max_len"]:
+        problems.append(
+            f"config key extrapolation.passkey.task.min_len = {task['min_len']}: must be <= "
+            f"extrapolation.passkey.task.max_len = {task['max_len']}"
+        )
+    corpus = cfg["corpus"]
+    if corpus is not None and not Path(corpus).is_file():
+        problems.append(f"config key extrapolation.corpus = {corpus!r}: no such file")
+    return problems
+
+
+SPEC = AnalysisSpec(
+    id="extrapolation",
+    title="Extrapolation: train short, test long",
+    csvs=("lm_bits", "passkey_accuracy", "training_timing"),
+    inputs=inputs,
+    figures={
+        "bits_vs_length": Figure(
+            "Validation loss versus evaluation length for models trained at L_train = "
+            "{train_len} (dashed grey line), up to {longest}x L_train, in both scoring modes; "
+            "line: mean over seeds, band: min-max. The learned table has no value past L_train "
+            "(undefined). The +PI and +NTK curves are a model evaluated with Position "
+            "Interpolation and NTK-aware scaling, without fine-tuning."
+        ),
+        "passkey_accuracy": Figure(
+            "Passkey retrieval: exact-match accuracy versus sequence length for models trained "
+            "on lengths up to N = {passkey_train_len} (dashed grey line); dotted: chance."
+        ),
+        "training_curves": Figure("Training curves (moving average, mean over seeds)."),
+    },
+    tables={
+        "segment": Table(
+            "Validation bits/char by evaluation length, mode (b): the same final segment of "
+            "each window is scored at every length (mean ± half range over seeds).",
+            csv="lm_bits",
+        ),
+        "all": Table(
+            "Validation bits/char by evaluation length, mode (a): every token of "
+            "non-overlapping windows (mean ± half range over seeds).",
+            csv="lm_bits",
+        ),
+        "passkey": Table(
+            "Passkey retrieval: exact-match accuracy by sequence length (mean ± half range "
+            "over seeds).",
+            csv="passkey_accuracy",
+        ),
+        "gap": Table(
+            "Train/validation gap at L_train per model (bits/char, mode a).", csv="lm_bits"
+        ),
+        "training": Table(
+            "Training runs: device, throughput, wall time, peak memory (timings).",
+            csv="training_timing",
+        ),
+    },
+    # The training runs' speed and memory differ between identical runs: timing.json.
+    timing_tables=("training",),
+    claims=(
+        Claim(
+            "extrapolation.in_distribution_parity",
+            "At L_train = {train_len} every encoding's validation loss (mode a) is close to "
+            "the best one's ({parity_best}, {parity_best_bits} bits/char); in Press et al.'s "
+            "Table 2 all encodings are about equal in distribution (20.05, 20.07, 19.65, 19.73 "
+            "ppl).",
+            checks=(
+                Check("behind_best", "<=", "parity_margin_bits", label="bits/char behind the best"),
+            ),
+            shows=("parity_best_bits",),
+            references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.learned_undefined_beyond_lmax",
+            "A learned table of L_max = L_train rows gives a loss at L_train and reports every "
+            "longer length as undefined (no rows beyond L_max), not a crash and not a number.",
+            checks=(
+                Check("defined_at_train.learned", value=True, label="learned defined at L_train"),
+                Check(
+                    "defined_beyond_train.learned",
+                    value=False,
+                    label="learned defined past L_train",
+                ),
+            ),
+            shows=("bits_at_1x.learned",),
+            references=("devlin2019",),
+        ),
+        Claim(
+            "extrapolation.sinusoidal_degrades",
+            "Sinusoidal degrades beyond L_train: its bits/char on the same scored tokens "
+            "(mode b) rise from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at "
+            "30x).",
+            checks=(
+                Check(
+                    "far_change.sinusoidal",
+                    ">=",
+                    "degrade_min_bits",
+                    label="sinusoidal bits/char increase",
+                ),
+            ),
+            shows=("bits_at_1x.sinusoidal", "bits_at_longest.sinusoidal"),
+            references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.rope_degrades",
+            "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) "
+            "rise from 1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
+            checks=(
+                Check("far_change.rope", ">=", "degrade_min_bits", label="rope bits/char increase"),
+            ),
+            shows=("bits_at_1x.rope", "bits_at_longest.rope"),
+            references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.alibi_flat",
+            "ALiBi stays flat (or improves) beyond L_train: its bits/char on the same scored "
+            "tokens (mode b) at {longest}x L_train are about those at 1x (Press et al.: 19.73 "
+            "-> 18.31 ppl).",
+            checks=(
+                Check(
+                    "far_change.alibi",
+                    "<=",
+                    "alibi_flat_margin_bits",
+                    label="alibi bits/char change",
+                ),
+            ),
+            shows=("bits_at_1x.alibi", "bits_at_longest.alibi"),
+            references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.alibi_beats_sinusoidal_long",
+            "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et "
+            "al.: 18.31 vs 406 ppl).",
+            checks=(
+                Check(
+                    "far_lead.alibi.sinusoidal",
+                    ">",
+                    "alibi_beats_margin_bits",
+                    label="sinusoidal minus alibi bits/char",
+                ),
+            ),
+            shows=("bits_at_longest.alibi", "bits_at_longest.sinusoidal"),
+            references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.ntk_helps_rope",
+            "NTK-aware base scaling (no fine-tuning) lowers RoPE's loss (mode b) at 2x L_train.",
+            checks=(
+                Check(
+                    "extension_gain.rope.ntk",
+                    ">",
+                    "ntk_gain_bits",
+                    label="rope minus rope+NTK bits/char at 2x",
+                ),
+            ),
+            shows=("bits_at_2x.rope", "bits_at_2x.rope+NTK", "bits_at_2x.rope+PI"),
+            references=("bloc97_2023", "peng2023"),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.synthetic_length_generalization",
+            "On passkey retrieval trained on lengths up to N, the best encoding "
+            "({passkey_best}) keeps its exact-match accuracy at {passkey_at}N (chance "
+            "{passkey_chance}); Kazemnejad et al. find some encodings generalise, and NoPE "
+            "competitive.",
+            checks=(
+                Check(
+                    "passkey_best_accuracy",
+                    ">=",
+                    "passkey_min_accuracy",
+                    label="the best accuracy",
+                ),
+            ),
+            # The best encodings' accuracies at passkey_at N are the checked values; every
+            # other accuracy up to that length, and chance, are shown beside them.
+            shows=("passkey_other_accuracies", "passkey_chance"),
+            references=("kazemnejad2023", "mohtashami2023"),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.no_memorisation",
+            "No model memorised its training text: validation minus training bits/char at "
+            "L_train (mode a) is small for every model (largest gap per encoding shown); "
+            "extrapolation numbers mean something only if the model generalises.",
+            checks=(
+                Check(
+                    "worst_gap",
+                    "<=",
+                    "memorisation_gap_bits",
+                    label="validation minus training bits/char",
+                ),
+            ),
+            unless="smoke_test",
+        ),
+    ),
+    references=(
+        "press2022",
+        "kazemnejad2023",
+        "vaswani2017",
+        "chen2023",
+        "bloc97_2023",
+        "peng2023",
+        "mohtashami2023",
+        "raffel2020",
+    ),
+    resources=Resources(threads=1, mem_mb=2000, runtime=10),
+    checks=(check_config,),
+)

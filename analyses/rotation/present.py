@@ -1,0 +1,192 @@
+"""Rotation figures and tables: one function per figure and per table of the spec."""
+
+import itertools
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import style
+
+FLOOR = 2.0**-52 / 8  # exact zeros are drawn here, below every error (eps(float64) / 8)
+# Score-shift cases by line style: storage dtype, then the naive case (angles in it too).
+LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
+
+
+def figure_identity(m: Measurements, ctx: Context):
+    """The identity's error against the position: a row per base, a column per dtype."""
+    import matplotlib.pyplot as plt
+
+    cfg = ctx.cfg
+    d, bases, dtypes = m.summary["identity_figure_d"], cfg["bases"], cfg["dtypes"]
+    fig, axes = plt.subplots(
+        len(bases),
+        len(dtypes),
+        figsize=(4.2 * len(dtypes), 3.4 * len(bases)),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for (i, base), (j, dt) in itertools.product(enumerate(bases), enumerate(dtypes)):
+        ax = axes[i][j]
+        bound: dict[int, float] = {}
+        for encoding in m.summary["fixed_tables"]:
+            by_p: dict[int, float] = {}
+            for r in m.rows["identity"]:
+                if (r["encoding"], r["d"], r["base"], r["dtype"]) == (encoding, d, base, dt):
+                    by_p[r["position"]] = max(by_p.get(r["position"], 0.0), r["max_abs_error"])
+                    bound[r["position"]] = max(bound.get(r["position"], 0.0), r["tolerance"])
+            ps = sorted(p for p in by_p if p > 0)
+            ax.plot(
+                ps,
+                [max(by_p[p], FLOOR) for p in ps],
+                lw=1,
+                ms=3,
+                markevery=max(1, len(ps) // 12),
+                label=f"{encoding} error",
+                **style(encoding),
+            )
+        ps = sorted(p for p in bound if p > 0)
+        ax.plot(ps, [bound[p] for p in ps], color="black", lw=1, ls="--", label="rounding bound")
+        ax.set(xscale="log", yscale="log", title=f"{dt}, d = {d}, base {base:g}")
+        ax.grid(alpha=0.3, which="both")
+    for ax in axes[-1]:
+        ax.set_xlabel("position p")
+    for row in axes:
+        row[0].set_ylabel("max |R(k) PE(p) − PE(p+k)| over k")
+    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    return fig
+
+
+def figure_score_shift(m: Measurements, ctx: Context):
+    """The largest score change under a common shift, per qk encoding and dtype case."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    rows = m.rows["score_shift"]
+    cases = list(dict.fromkeys((r["dtype"], r["angles"], r["naive"]) for r in rows))
+    for encoding in m.summary["qk"]:
+        for n, (x, a, naive) in enumerate(cases):
+            case = [
+                r
+                for r in rows
+                if r["shift"] and (r["encoding"], r["dtype"], r["angles"]) == (encoding, x, a)
+            ]
+            ax.plot(
+                [r["max_position"] for r in case],
+                [max(r["max_deviation"], FLOOR) for r in case],
+                lw=1,
+                ms=3,
+                ls=":" if naive else LINESTYLES[n % len(LINESTYLES)],
+                label=f"{encoding}: {x}, {a} angles",
+                **style(encoding),
+            )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="largest absolute position P",
+        ylabel="max |s(p+s, p'+s) − s(p, p')| / ‖q‖‖k‖",
+        title=f"head width {ctx.cfg['rope']['head_dim']}",
+    )
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def table_hand_trace(m: Measurements, ctx: Context):
+    h, decimals = m.summary["hand_trace"], ctx.cfg["hand_trace"]["decimals"]
+    rotated = f"R({h['offset']}) PE({h['from_position']})"
+    rows = [[p, *row] for p, row in zip(h["positions"], h["table"])]
+    rows.append([f"{rotated}, exact", *h["rotated_exact"]])
+    rows.append([f"{rotated}, {decimals} decimals", *h["rotated_by_hand"]])
+    columns = ["p", *(f"PE(p, {j}) = {('sin', 'cos')[j % 2]} ω{j // 2}·p" for j in range(h["d"]))]
+    return columns, rows
+
+
+def table_identity(m: Measurements, ctx: Context):
+    cfg = ctx.cfg
+    rows = []
+    for e, d, base, dt in itertools.product(
+        m.summary["fixed_tables"], cfg["d_values"], cfg["bases"], cfg["dtypes"]
+    ):
+        sel = [
+            r
+            for r in m.rows["identity"]
+            if (r["encoding"], r["d"], r["base"], r["dtype"]) == (e, d, base, dt)
+        ]
+        rows.append(
+            [
+                e,
+                d,
+                base,
+                dt,
+                max(r["max_abs_error"] for r in sel),
+                max(r["error_over_tolerance"] for r in sel),
+            ]
+        )
+    return ["encoding", "d", "base", "dtype", "max error", "error / bound"], rows
+
+
+def table_score_shift(m: Measurements, ctx: Context):
+    rows = []
+    groups = dict.fromkeys((r["encoding"], r["dtype"], r["angles"]) for r in m.rows["score_shift"])
+    for e, x, a in groups:
+        sel = [
+            r
+            for r in m.rows["score_shift"]
+            if (r["encoding"], r["dtype"], r["angles"]) == (e, x, a)
+        ]
+        small = min((r for r in sel if r["shift"]), key=lambda r: r["shift"])
+        large = max(sel, key=lambda r: r["shift"])
+        rows.append(
+            [
+                e,
+                x,
+                a,
+                small["max_deviation"],
+                large["max_position"],
+                large["max_deviation"],
+                max(r["deviation_over_tolerance"] for r in sel),
+            ]
+        )
+    columns = [
+        "encoding",
+        "dtype",
+        "angles",
+        "deviation, shift 1",
+        "largest position",
+        "deviation there",
+        "deviation / bound",
+    ]
+    return columns, rows
+
+
+def table_linear_map(m: Measurements, ctx: Context):
+    offsets = ctx.cfg["linear_map"]["offsets"]
+    columns = [
+        "encoding",
+        "d",
+        "base",
+        "k",
+        "training",
+        "span",
+        "cond",
+        "held-out error",
+        "bound",
+        "max |W − Mᵀ|",
+    ]
+    rows = [
+        [
+            r["encoding"],
+            r["d"],
+            r["base"] if r["base"] is not None else "—",
+            r["offset"],
+            r["training"],
+            r["train_span"],
+            r["condition_number"],
+            r["held_out_rel_error"],
+            r["tolerance"],
+            r["map_error"],
+        ]
+        for r in m.rows["linear_map"]
+        if r["offset"] in (offsets[0], offsets[-1])
+    ]
+    return columns, rows

@@ -1,0 +1,173 @@
+"""Similarity figures and tables: one function per figure and per table of the spec."""
+
+import math
+
+import numpy as np
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import style
+
+
+def _matrix(rows: list[dict], row: str, col: str, value: str) -> list[list[float]]:
+    """Tidy rows {row: i, col: j, value: v} back into the matrix M[i][j]."""
+    n = 1 + max(r[row] for r in rows)
+    m = 1 + max(r[col] for r in rows)
+    out = [[math.nan] * m for _ in range(n)]
+    for r in rows:
+        out[r[row]][r[col]] = r[value]
+    return out
+
+
+def figure_seed_heatmap(m: Measurements, ctx: Context):
+    """The seed's table, dimensions down, positions across."""
+    import matplotlib.pyplot as plt
+
+    sc = ctx.cfg["seed"]
+    table = _matrix(m.rows["seed_table"], "position", "dimension", "value")  # (L, d)
+    fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
+    im = ax.imshow(np.array(table).T, aspect="auto", cmap="RdBu")
+    ax.set_xlabel("position")
+    ax.set_ylabel("dimension")
+    ax.set_title(
+        f"Sinusoidal positional encoding ({sc['n_positions']} positions, d={sc['d_model']})"
+    )
+    fig.colorbar(im, ax=ax)
+    return fig
+
+
+def figure_offset_curves(m: Measurements, ctx: Context):
+    """Similarity and scaled distance against the offset, one column per base."""
+    import matplotlib.pyplot as plt
+
+    cfg = ctx.cfg
+    fig, axes = plt.subplots(
+        2,
+        len(cfg["bases"]),
+        figsize=(4.5 * len(cfg["bases"]), 6),
+        sharex=True,
+        sharey="row",
+        layout="constrained",
+        squeeze=False,
+    )
+    rows = m.rows["offset_profiles"]
+    for col, base in enumerate(cfg["bases"]):
+        for d in cfg["dims"]:
+            sel = [r for r in rows if r["d"] == d and r["base"] == base]
+            k = [r["offset"] for r in sel]
+            axes[0, col].plot(k, [r["similarity"] for r in sel], lw=1, label=f"d={d}")
+            axes[1, col].plot(k, [r["distance"] for r in sel], lw=1, label=f"d={d}")
+        axes[0, col].set_title(f"base {base:g}")
+        axes[1, col].set_xlabel("offset k")
+    axes[0, 0].set_ylabel("cos(PE(p), PE(p+k))")
+    axes[1, 0].set_ylabel("|PE(p) − PE(p+k)| / √d")
+    axes[0, -1].legend(fontsize=8)
+    return fig
+
+
+def figure_kernels(m: Measurements, ctx: Context):
+    """One heatmap per configured encoding, titled in the encoding's colour."""
+    import matplotlib.pyplot as plt
+
+    rows = m.rows["kernels"]
+    names = list(dict.fromkeys(r["encoding"] for r in rows))
+    n = len(names)
+    ncols = min(n, 3)
+    nrows = math.ceil(n / ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(3.6 * ncols, 3.2 * nrows), layout="constrained", squeeze=False
+    )
+    for ax, encoding in zip(axes.flat, names):
+        K = _matrix([r for r in rows if r["encoding"] == encoding], "p", "q", "kernel")
+        vmax = max(abs(v) for line in K for v in line)
+        im = ax.imshow(K, cmap="RdBu", vmin=-vmax, vmax=vmax)
+        ax.set_title(encoding, color=style(encoding)["color"])
+        ax.set_xlabel("position q")
+        ax.set_ylabel("position p")
+        fig.colorbar(im, ax=ax, shrink=0.8)
+    for ax in list(axes.flat)[n:]:
+        ax.set_visible(False)
+    return fig
+
+
+def figure_long_term_decay(m: Measurements, ctx: Context):
+    """One panel per rotary encoding, one line per head width d."""
+    import matplotlib.pyplot as plt
+
+    rows = m.rows["rotary_upper_bound"]
+    names = list(dict.fromkeys(r["encoding"] for r in rows))
+    fig, axes = plt.subplots(
+        1,
+        max(len(names), 1),
+        figsize=(6.5 * max(len(names), 1), 3.6),
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, encoding in zip(axes[0], names):
+        for d in ctx.cfg["rope_decay"]["dims"]:
+            sel = [r for r in rows if r["encoding"] == encoding and r["d"] == d]
+            ax.plot([r["distance"] for r in sel], [r["bound"] for r in sel], lw=1, label=f"d={d}")
+        ax.set_xlabel("relative distance")
+        ax.set_title(f"{encoding}: long-term decay", color=style(encoding)["color"])
+        ax.legend(fontsize=8)
+    if not names:
+        axes[0, 0].text(0.5, 0.5, "no rotary encoding configured", ha="center", va="center")
+    axes[0, 0].set_ylabel("relative upper bound")
+    return fig
+
+
+def table_seed_values(m: Measurements, ctx: Context):
+    columns = ["positions", "this run", "printed", "this run − printed"]
+    rows = [
+        [f"{p['position']}, {p['other']}", p["similarity"], p["printed"], p["difference"]]
+        for p in m.summary["seed_pairs"]
+    ]
+    return columns, rows
+
+
+def table_sweep(m: Measurements, ctx: Context):
+    offsets = m.summary["seed_offsets"]
+    columns = [
+        "d",
+        "base",
+        "monotone up to",
+        f"concordance ≤ {ctx.cfg['window']}",
+        *(f"cos at offset {k}" for k in offsets),
+    ]
+    rows = [
+        [r["d"], r["base"], r["monotone_range"], r["concordance"]]
+        + [r[f"cos_at_{k}"] for k in offsets]
+        for r in m.summary["sweep"]
+    ]
+    return columns, rows
+
+
+def table_properties(m: Measurements, ctx: Context):
+    columns = [
+        "encoding",
+        "monotone up to",
+        f"concordance ≤ {ctx.cfg['window']}",
+        "translation deviation",
+        "symmetry deviation",
+    ]
+    rows = [
+        [
+            p["encoding"],
+            p["monotone_range"],
+            p["concordance"],
+            p["translation_deviation"],
+            p["symmetry_deviation"],
+        ]
+        for p in m.rows["kernel_properties"]
+    ]
+    return columns, rows
+
+
+def table_long_term_decay(m: Measurements, ctx: Context):
+    columns = ["encoding", "d", "bound at 0", "Spearman", "far max / at 0"]
+    rows = [
+        [encoding, int(d), s["at_zero"], s["spearman"], s["far_max_ratio"]]
+        for encoding, by_d in m.summary["long_term_decay"].items()
+        for d, s in by_d.items()
+    ]
+    return columns, rows

@@ -1,0 +1,176 @@
+"""How alike two positions look: similarity versus offset, Wang et al.'s properties of each
+encoding's positional kernel, and the long-term decay of rotary encodings. Torch-free: read by
+the workflow at parse time."""
+
+from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.claims import Check, Claim
+
+
+def check_config(config: dict) -> list[str]:
+    """The seed's positions fit its table, one expected value per position, kernels fit RoPE."""
+    cfg = config.get("similarity", {})
+    problems = []
+    seed = cfg.get("seed", {})
+    n, others = seed.get("n_positions"), seed.get("others", [])
+    for key, values in (("position", [seed.get("position")]), ("others", others)):
+        if n and any(v is not None and v >= n for v in values):
+            problems.append(
+                f"config key similarity.seed.{key} = {seed.get(key)}: positions must be < "
+                f"similarity.seed.n_positions = {n}"
+            )
+    if len(seed.get("expected", [])) != len(others):
+        problems.append(
+            f"config key similarity.seed.expected = {seed.get('expected')}: needs one value per "
+            f"entry of similarity.seed.others = {others}"
+        )
+    kernels = cfg.get("kernels", {})
+    d, h = kernels.get("d_model"), kernels.get("n_heads")
+    if d and h and (d % h or (d // h) % 2):
+        problems.append(
+            f"config key similarity.kernels.d_model = {d}: must split into n_heads = {h} heads "
+            "of even width (RoPE rotates pairs)"
+        )
+    window, n_kernel = cfg.get("window"), kernels.get("n_positions")
+    if window and n_kernel and window >= n_kernel:
+        problems.append(
+            f"config key similarity.window = {window}: must be < similarity.kernels.n_positions "
+            f"= {n_kernel}"
+        )
+    max_offset = cfg.get("max_offset")
+    seed_offsets = [abs(j - seed["position"]) for j in others if seed.get("position") is not None]
+    if max_offset and seed_offsets and max(seed_offsets) > max_offset:
+        problems.append(
+            f"config key similarity.max_offset = {max_offset}: must reach the seed's largest "
+            f"offset |others - position| = {max(seed_offsets)}"
+        )
+    if window and cfg.get("max_offset") and window > cfg["max_offset"]:
+        problems.append(
+            f"config key similarity.window = {window}: must be <= similarity.max_offset = "
+            f"{cfg['max_offset']}"
+        )
+    return problems
+
+
+SPEC = AnalysisSpec(
+    id="similarity",
+    title="Similarity of positions",
+    csvs=("offset_profiles", "kernel_properties", "rotary_upper_bound"),
+    figures={
+        "seed_heatmap": Figure(
+            "The sinusoidal encoding of {seed[n_positions]} positions in d={seed[d_model]} "
+            "dimensions (base {seed[base]:g}), as “Transformers · Positional encoding” draws it: "
+            "fast waves in the low dimensions, slow ones in the high."
+        ),
+        "offset_curves": Figure(
+            "Cosine similarity (top) and scaled distance (bottom) between the sinusoidal "
+            "encodings of positions k apart, for d in {dims} and each base."
+        ),
+        "kernels": Figure(
+            "Positional kernel K(p, q) of each encoding over {kernels[n_positions]} positions "
+            "(d={kernels[d_model]}, {kernels[n_heads]} heads); learned parameters drawn at "
+            "random to stand in for a trained model."
+        ),
+        "long_term_decay": Figure(
+            "Relative upper bound of each rotary encoding versus relative distance (Su et al. "
+            "2021, Fig. 2), one panel per encoding, one line per head width d."
+        ),
+    },
+    tables={
+        "seed_values": Table(
+            "Cosine similarity of sinusoidal PE (d={seed[d_model]}) between position pairs: "
+            "this run and the value “Transformers · Positional encoding” prints."
+        ),
+        "sweep": Table(
+            "Sinusoidal encoding per dimension d and base: the largest offset up to which "
+            "similarity falls strictly, the concordance within {window} offsets (1 = strictly "
+            "monotone), and the similarity at the offsets of the printed pairs.",
+            csv="offset_profiles",
+        ),
+        "properties": Table(
+            "Wang et al.'s properties of each encoding's positional kernel over "
+            "{kernels[n_positions]} positions.",
+            csv="kernel_properties",
+        ),
+        "long_term_decay": Table(
+            "Relative upper bound of each rotary encoding: its value at distance 0, its rank "
+            "correlation with distance, and its largest far-half value relative to 0.",
+            csv="rotary_upper_bound",
+        ),
+    },
+    claims=(
+        Claim(
+            "similarity.seed_values",
+            "The cosine similarities of the sinusoidal encoding at the position pairs "
+            "“Transformers · Positional encoding” prints agree with its printed values to the "
+            "digits it prints.",
+            checks=(
+                Check(
+                    "seed_similarity",
+                    "within",
+                    "seed_abs_tol",
+                    of="printed_values",
+                    label="this run's similarities",
+                ),
+            ),
+            references=("seed_snippet",),
+        ),
+        Claim(
+            "similarity.monotone_near",
+            "Nearby positions are more alike: the kernel falls strictly at every offset of the "
+            "near window (half periods of the fastest wave), for the sinusoidal encoding at "
+            "every d and base swept and for the kernels of the fixed encodings ({fixed}); each "
+            "number is the first offset at which it does not fall (one past the end if it "
+            "never rises), in half periods π/ω_max of the fastest wave.",
+            checks=(
+                Check(
+                    "monotone_reach",
+                    ">",
+                    "monotone_half_periods",
+                    label="first offset not falling, in half periods,",
+                ),
+            ),
+            references=("seed_article", "wang2021"),
+        ),
+        Claim(
+            "similarity.translation_invariance",
+            "The kernel depends on the offset p − q only (not on p) for every encoding but a "
+            "learned absolute table ({invariant}); each number is the spread of K(p, p+k) over "
+            "p, largest over offsets k, for N positions.",
+            checks=(
+                Check(
+                    "translation_spread",
+                    "<=",
+                    "translation_ulps",
+                    scale="eps_float64_times_N",
+                    label="spread of K(p, p+k) over p",
+                ),
+            ),
+            references=("seed_article", "wang2021"),
+        ),
+        Claim(
+            "similarity.rope_long_term_decay",
+            "The relative upper bound (1/(d/2)) Σ_j |S_j| of each rotary encoding ({rotary}) "
+            "decays with the relative distance at every head width d: it is anti-correlated "
+            "with the distance, and over the far half of the range it stays well below its "
+            "value at distance 0.",
+            checks=(
+                Check(
+                    "decay_spearman",
+                    "<=",
+                    "decay_max_spearman",
+                    label="Spearman correlation with distance",
+                ),
+                Check(
+                    "decay_far_ratio",
+                    "<=",
+                    "decay_max_far_ratio",
+                    label="largest far-half value / value at 0",
+                ),
+            ),
+            references=("su2021",),
+        ),
+    ),
+    references=("vaswani2017", "wang2021", "su2021", "press2022", "raffel2020"),
+    resources=Resources(threads=1, mem_mb=2000, runtime=10),
+    checks=(check_config,),
+)

@@ -1,0 +1,139 @@
+"""What an analysis is: one folder ``analyses/<id>/`` holding
+
+* ``spec.py``    torch-free, read at parse time: ``SPEC = AnalysisSpec(...)`` with the title,
+  figures (id -> caption), tables, claims, resources;
+* ``compute.py`` ``compute(ctx) -> Measurements``: tidy rows and named evidence, no verdicts,
+  no prose;
+* ``present.py`` one ``figure_<id>(m, ctx)`` per figure and one ``table_<id>(m, ctx)`` per
+  table;
+* ``section.html.j2`` its prose and layout (a ``body(s)`` macro); shows numbers, computes none;
+* ``schema.yaml`` its config schema (``additionalProperties: false``);
+* optionally ``rules.smk``, for stages that run before it (training, say).
+
+The workflow builds one rule per spec (``rules/analyses.smk``) and one generic script runs it
+(``workflow/scripts/analysis.py``). A figure or a table is declared once, here.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from posenc.claims import Claim
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A figure: its caption may name values of the analysis' evidence or summary in braces;
+    Snakemake's own report shows the caption with each such value named instead."""
+
+    caption: str
+
+
+@dataclass(frozen=True)
+class Table:
+    """A table: its title (braces as for a figure's caption) and the CSV of rows behind it (a
+    name in ``Measurements.rows``), offered for download beside it; None for none."""
+
+    title: str
+    csv: str | None = None
+
+
+@dataclass(frozen=True)
+class Resources:
+    threads: int = 1
+    mem_mb: int = 2000
+    runtime: int = 15  # minutes
+
+
+@dataclass(frozen=True)
+class AnalysisSpec:
+    id: str
+    title: str
+    figures: dict[str, Figure] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    claims: tuple[Claim, ...] = ()
+    references: tuple[str, ...] = ()  # works the section's prose cites (bibliography keys)
+    csvs: tuple[str, ...] = ()  # names of the tidy row sets written as <name>.csv
+    resources: Resources = Resources()
+    # Named inputs beyond the config, from the config: e.g. the evaluations of trained models.
+    inputs: Callable[[dict], dict[str, Any]] | None = None
+    # Timings are written to timing.json, apart from metrics.json (which stays byte-identical
+    # between runs); its figures and tables join the section all the same.
+    timing_figures: tuple[str, ...] = ()
+    timing_tables: tuple[str, ...] = ()
+    # Config keys outside the analysis' own section that its compute reads.
+    uses: tuple[str, ...] = ("seed", "device", "encodings", "encoding")
+    # What a schema cannot say, each a function of the whole config -> problems naming keys.
+    checks: tuple[Callable[[dict], list[str]], ...] = ()
+
+    def __post_init__(self):
+        ids = [c.id for c in self.claims]
+        for cid in ids:
+            if not cid.startswith(f"{self.id}."):
+                raise ValueError(f"analysis {self.id}: claim {cid} must start with '{self.id}.'")
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"analysis {self.id}: a claim id appears twice")
+        for name, t in self.tables.items():
+            if t.csv is not None and t.csv not in self.csvs:
+                raise ValueError(f"analysis {self.id}: table {name} names csv {t.csv}, not in csvs")
+
+
+@dataclass
+class Measurements:
+    """What a compute returns. ``rows``: tidy tables by name (each written as a CSV);
+    ``evidence``: the named values claims read; ``summary``: other measured values the section
+    and the captions show; ``timing``: wall times, kept out of the deterministic files."""
+
+    rows: dict[str, list[dict]] = field(default_factory=dict)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    timing: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Context:
+    """What a compute and its present functions are given; nothing else is global."""
+
+    cfg: dict  # the analysis' own config section
+    seed: int
+    encodings: list[str]
+    encoding: dict  # encoding hyper-parameters shared by every analysis
+    device: Any  # a torch.device
+    inputs: dict[str, Any] = field(default_factory=dict)  # named input paths, as declared
+    log: Any = None
+    config: dict = field(default_factory=dict)  # the keys named in the spec's ``uses``
+
+
+FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)[^}]*\}")
+
+
+def fill(template: str, values: dict[str, Any]) -> str:
+    """``template`` with ``{name}`` (or ``{name:fmt}``) taken from ``values``."""
+    return template.format_map(values)
+
+
+def placeholders_named(template: str) -> str:
+    """For Snakemake's report, where no run's values exist yet: each ``{name}`` becomes
+    *name*."""
+    return FIELD.sub(lambda m: f"*{m.group(1)}*", template)
+
+
+def discover(root: str | Path) -> dict[str, AnalysisSpec]:
+    """Every ``analyses/<id>/spec.py`` under ``root``, by id (imported by file path: no
+    package import, nothing heavy)."""
+    specs = {}
+    for path in sorted(Path(root, "analyses").glob("*/spec.py")):
+        name = f"posenc_spec_{path.parent.name}"
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(module_spec)
+        module_spec.loader.exec_module(module)
+        spec = module.SPEC
+        if spec.id != path.parent.name:
+            raise ValueError(f"{path}: SPEC.id is {spec.id!r}, its folder {path.parent.name!r}")
+        specs[spec.id] = spec
+    return specs

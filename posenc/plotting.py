@@ -1,0 +1,37 @@
+"""Every encoding's look in every figure, from the registry: its spec's colour and marker, or,
+for an encoding that gives none (a plugin's, say), one assigned by its place in the registry.
+No figure keeps its own table of encodings, so a new encoding can never be missing from one."""
+
+from __future__ import annotations
+
+from posenc.encodings import REGISTRY
+
+# Colour-blind-safe first (matplotlib's tab10), markers distinct at a glance.
+PALETTE = (
+    "tab:blue",
+    "tab:orange",
+    "tab:green",
+    "tab:red",
+    "tab:purple",
+    "tab:brown",
+    "tab:pink",
+    "tab:gray",
+    "tab:olive",
+    "tab:cyan",
+)
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "*", "h", "p")
+
+
+def style(name: str) -> dict[str, str]:
+    """``{"color", "marker"}`` of encoding ``name``; ``base+variant`` names (``rope+PI``) take
+    their base encoding's colour. An unregistered name still gets a style: never a KeyError."""
+    base = name.split("+", 1)[0]
+    names = list(REGISTRY)
+    index = names.index(base) if base in names else len(names) + sum(map(ord, base))
+    spec = REGISTRY.get(base)
+    # Unstyled encodings take palette entries after those the built-ins use.
+    taken = {s.color for s in REGISTRY.values() if s.color}
+    free = [c for c in PALETTE if c not in taken] or list(PALETTE)
+    color = spec.color if spec and spec.color else free[index % len(free)]
+    marker = spec.marker if spec and spec.marker else MARKERS[index % len(MARKERS)]
+    return {"color": color, "marker": marker}

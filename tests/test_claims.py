@@ -1,0 +1,284 @@
+"""The claims evaluator (posenc.claims): one check decides the verdict and writes the expected
+text from the same config threshold, so a threshold is written once."""
+
+import math
+
+import pytest
+
+from posenc.claims import Check, Claim, ClaimError, check_ledger, evaluate
+
+
+def verdict_of(check, evidence, thresholds=None, **cfg):
+    claim = Claim("sec.c", "A claim.", checks=(check,))
+    (entry,) = evaluate((claim,), evidence, {"thresholds": thresholds or {}, **cfg}, "sec")
+    return entry
+
+
+# (op, threshold, measured value, verdict)
+OPS = [
+    ("<=", 2, 2, "pass"),
+    ("<=", 2, 2.5, "fail"),
+    ("<", 2, 1.9, "pass"),
+    ("<", 2, 2, "fail"),
+    (">=", 2, 2, "pass"),
+    (">=", 2, 1.5, "fail"),
+    (">", 2, 2.1, "pass"),
+    (">", 2, 2, "fail"),
+    ("==", 3, 3, "pass"),
+    ("==", 3, 3.5, "fail"),
+    ("within", 0.5, -0.5, "pass"),
+    ("within", 0.5, 0.6, "fail"),
+    ("within", 0.5, -0.6, "fail"),
+    ("outside", 0.5, -0.6, "pass"),
+    ("outside", 0.5, 0.5, "fail"),
+    ("outside", 0.5, 0.1, "fail"),
+]
+
+
+@pytest.mark.parametrize("op,threshold,value,verdict", OPS)
+def test_each_comparison(op, threshold, value, verdict):
+    entry = verdict_of(Check("x", op, "t"), {"x": value}, {"t": threshold})
+    assert entry["verdict"] == verdict
+    assert entry["measured"] == value
+    assert entry["reason"] is None
+
+
+@pytest.mark.parametrize(
+    "value,measured,verdict", [(True, True, "pass"), (False, True, "fail"), (True, 1, "fail")]
+)
+def test_yes_no_checks(value, measured, verdict):
+    # 'is' is identity with True/False: a 1 is not a yes.
+    entry = verdict_of(Check("fact", value=value), {"fact": measured})
+    assert entry["verdict"] == verdict
+    assert entry["expected"] == f"fact: {'yes' if value else 'no'}"
+
+
+def test_dict_evidence_needs_every_value():
+    check, t = Check("err", "<=", "t"), {"t": 1.0}
+    assert verdict_of(check, {"err": {"a": 0.5, "b": 1.0}}, t)["verdict"] == "pass"
+    assert verdict_of(check, {"err": {"a": 0.5, "b": 1.5}}, t)["verdict"] == "fail"
+    entry = verdict_of(check, {"err": {"a": 0.5, "b": 1.0}}, t)
+    assert entry["expected"] == "err for each ≤ 1"
+    assert entry["measured"] == {"a": 0.5, "b": 1.0}
+    # Dotted paths read into it.
+    entry = verdict_of(Check("err.b", ">", "t"), {"err": {"a": 0.5, "b": 1.5}}, t)
+    assert entry["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "0.1", True])
+def test_non_finite_or_non_numbers_fail(bad):
+    # Whichever way the comparison points (even 'outside' for inf), NaN, inf, a string or a
+    # bool never satisfies it.
+    for op in ("<=", ">", "within", "outside"):
+        entry = verdict_of(Check("x", op, "t"), {"x": bad}, {"t": 1.0})
+        assert entry["verdict"] == "fail", (op, bad)
+
+
+def test_none_or_nan_inside_a_dict_fails():
+    check, t = Check("err", "<=", "t"), {"t": 1.0}
+    assert verdict_of(check, {"err": {"a": 0.5, "b": None}}, t)["verdict"] == "fail"
+    assert verdict_of(check, {"err": {"a": 0.5, "b": math.nan}}, t)["verdict"] == "fail"
+
+
+@pytest.mark.parametrize(
+    "evidence", [{}, {"other": 1}, {"x": None}, {"x": {}}, {"x": []}, {"y": {"z": 1}}]
+)
+def test_missing_evidence_is_na_with_a_reason_naming_it(evidence):
+    check = Check("x", "<=", "t", label="the x error")
+    entry = verdict_of(check, evidence, {"t": 1})
+    assert entry["verdict"] == "n/a"
+    assert "the x error" in entry["reason"]
+    assert entry["measured"] is None
+    assert entry["expected"] == "the x error ≤ 1"  # still says what it would have needed
+
+
+def test_missing_nested_evidence_names_its_path():
+    # An encoding that is not configured: its entry of a per-encoding dict is absent.
+    entry = verdict_of(
+        Check("far_change.alibi", "within", "t"), {"far_change": {"rope": 1}}, {"t": 1}
+    )
+    assert entry["verdict"] == "n/a" and "far change.alibi" in entry["reason"]
+
+
+def test_one_missing_check_makes_the_claim_na_and_shows_the_rest():
+    claim = Claim("sec.c", "Two.", checks=(Check("a", "<=", "t"), Check("b", ">", "t")))
+    (entry,) = evaluate((claim,), {"a": 0.5}, {"thresholds": {"t": 1}}, "sec")
+    assert entry["verdict"] == "n/a" and "no b" in entry["reason"]
+    assert entry["measured"] == {"a": 0.5}
+
+
+def test_unless_flag_makes_the_claim_na():
+    claim = Claim("sec.c", "Trained.", checks=(Check("x", "<=", "t"),), unless="smoke_test")
+    cfg = {"thresholds": {"t": 1}, "smoke_test": True}
+    (entry,) = evaluate((claim,), {"x": 5}, cfg, "sec")
+    assert entry["verdict"] == "n/a"
+    assert entry["reason"] == "sec.smoke_test is set in the config"
+    assert entry["measured"] == 5  # the number still shows
+    (entry,) = evaluate((claim,), {"x": 5}, {**cfg, "smoke_test": False}, "sec")
+    assert entry["verdict"] == "fail" and entry["reason"] is None
+
+
+def test_unknown_threshold_key_names_the_claim():
+    claim = Claim("sec.needs_t", "A claim.", checks=(Check("x", "<=", "tt"),))
+    with pytest.raises(ClaimError, match=r"sec\.needs_t.*'tt'.*sec\.thresholds \(t\)"):
+        evaluate((claim,), {"x": 1}, {"thresholds": {"t": 1}}, "sec")
+    # Even when the claim would be n/a for missing evidence: a typo is never silent.
+    with pytest.raises(ClaimError, match="sec.needs_t"):
+        evaluate((claim,), {}, {"thresholds": {"t": 1}}, "sec")
+
+
+@pytest.mark.parametrize(
+    "op,text",
+    [
+        ("<=", "x ≤ {}"),
+        (">", "x > {}"),
+        ("==", "x = {}"),
+        ("within", "x within ±{}"),
+        ("outside", "x beyond ±{}"),
+    ],
+)
+def test_expected_text_follows_the_config_threshold(op, text):
+    check = Check("x", op, "t")
+    for t in (0.25, 7, 1e-6):
+        entry = verdict_of(check, {"x": 0.5}, {"t": t})
+        assert entry["expected"] == text.format(f"{t:g}" if isinstance(t, float) else t)
+    # The same threshold decides the verdict: move it across the value, the verdict moves.
+    assert verdict_of(Check("x", "<=", "t"), {"x": 0.5}, {"t": 0.4})["verdict"] == "fail"
+    assert verdict_of(Check("x", "<=", "t"), {"x": 0.5}, {"t": 0.6})["verdict"] == "pass"
+
+
+def test_several_checks_all_must_pass_and_join_expected():
+    claim = Claim(
+        "sec.both",
+        "Both.",
+        checks=(Check("a", "<=", "lo", label="A"), Check("b", ">", "hi", label="B")),
+    )
+    cfg = {"thresholds": {"lo": 1, "hi": 2}}
+    (entry,) = evaluate((claim,), {"a": 0.5, "b": 3}, cfg, "sec")
+    assert entry["verdict"] == "pass"
+    assert entry["measured"] == {"A": 0.5, "B": 3}
+    assert entry["expected"] == "A ≤ 1; B > 2"
+    (entry,) = evaluate((claim,), {"a": 0.5, "b": 1}, cfg, "sec")
+    assert entry["verdict"] == "fail"
+
+
+def test_statement_names_evidence():
+    claim = Claim(
+        "sec.s",
+        "Relative: {relative}; absolute: {absolute}; {gone}.",
+        checks=(Check("x", value=True),),
+        references="su2021",
+    )
+    evidence = {"x": True, "relative": ["enc_a", "enc_b"], "absolute": []}
+    (entry,) = evaluate((claim,), evidence, {}, "sec")
+    want = "Relative: enc_a, enc_b; absolute: none configured; none configured."
+    assert entry["statement"] == want
+    assert entry["references"] == ["su2021"]  # a single key becomes a list
+    assert entry["section"] == "sec"
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        dict(op="~=", threshold="t"),  # no such op
+        dict(op="<="),  # a comparison needs a threshold key
+        dict(op="within", value=True),
+        dict(op="is"),  # 'is' needs a value
+        dict(op="is", value=True, threshold="t"),  # ...and no threshold
+    ],
+)
+def test_check_rejects_bad_ops(kwargs):
+    with pytest.raises(ClaimError, match="check on x"):
+        Check("x", **kwargs)
+
+
+def test_claim_needs_a_check():
+    with pytest.raises(ClaimError, match="sec.empty"):
+        Claim("sec.empty", "Cannot fail.", checks=())
+
+
+def test_evaluated_ledger_is_valid():
+    claims = (
+        Claim("sec.a", "A.", checks=(Check("x", "<=", "t"),)),
+        Claim("sec.b", "B.", checks=(Check("y", "<=", "t"),)),
+    )
+    ledger = evaluate(claims, {"x": 0.5}, {"thresholds": {"t": 1}}, "sec")
+    assert check_ledger(ledger, "claims.json") is ledger
+    assert [c["verdict"] for c in ledger] == ["pass", "n/a"]
+
+
+GOOD = {
+    "id": "s.a",
+    "statement": "A.",
+    "measured": 1,
+    "expected": "x ≤ 1",
+    "verdict": "pass",
+    "references": [],
+    "section": "s",
+}
+
+
+@pytest.mark.parametrize(
+    "ledger,message",
+    [
+        ({"id": "s.a"}, "must hold a list, got dict"),
+        (["s.a"], "entry 0 is not an object"),
+        ([{k: v for k, v in GOOD.items() if k != "expected"}], "'s.a' lacks expected"),
+        ([{**GOOD, "verdict": "maybe"}], "'s.a' has verdict 'maybe'"),
+        ([GOOD, GOOD], "'s.a' appears twice"),
+    ],
+)
+def test_check_ledger_errors_name_the_file(ledger, message):
+    with pytest.raises(ValueError, match="results/x/claims.json") as err:
+        check_ledger(ledger, "results/x/claims.json")
+    assert message in str(err.value)
+
+
+def test_of_compares_the_difference_from_a_reference_and_keeps_the_measured_values():
+    from posenc.claims import Check, Claim, evaluate
+
+    claim = Claim("a.seed", "x", (Check("got", "within", "tol", of="printed"),))
+    cfg = {"thresholds": {"tol": 5e-4}}
+    [held] = evaluate([claim], {"got": [0.9661, 0.6579], "printed": [0.966, 0.658]}, cfg, "a")
+    assert held["verdict"] == "pass" and held["measured"] == [0.9661, 0.6579]
+    assert "±0.0005 of the printed 0.966, 0.658" in held["expected"]
+    [off] = evaluate([claim], {"got": [0.9661, 0.6599], "printed": [0.966, 0.658]}, cfg, "a")
+    assert off["verdict"] == "fail"
+    [short] = evaluate([claim], {"got": [0.9661], "printed": [0.966, 0.658]}, cfg, "a")
+    assert short["verdict"] == "fail"  # a different count never matches
+    [na] = evaluate([claim], {"got": [0.9661]}, cfg, "a")
+    assert na["verdict"] == "n/a" and "printed" in na["reason"]
+
+
+def test_scale_multiplies_the_threshold_and_says_so():
+    from posenc.claims import Check, Claim, evaluate
+
+    claim = Claim("a.ulps", "x", (Check("spread", "<=", "ulps", scale="unit"),))
+    cfg = {"thresholds": {"ulps": 64}}
+    [held] = evaluate([claim], {"spread": {"p": 1e-14}, "unit": 2.2e-16}, cfg, "a")
+    assert held["verdict"] == "pass" and "64 × unit = 1.408e-14" in held["expected"]
+    [fails] = evaluate([claim], {"spread": {"p": 2e-14}, "unit": 2.2e-16}, cfg, "a")
+    assert fails["verdict"] == "fail"
+
+
+def test_shows_puts_context_in_measured_and_decides_nothing():
+    from posenc.claims import Check, Claim, evaluate
+
+    claim = Claim("a.gap", "x", (Check("gap", ">", "margin"),), shows=("short", "long"))
+    cfg = {"thresholds": {"margin": 0.1}}
+    [c] = evaluate([claim], {"gap": 0.5, "short": 1.2, "long": 1.7}, cfg, "a")
+    assert c["verdict"] == "pass" and c["measured"] == {"gap": 0.5, "short": 1.2, "long": 1.7}
+    [c] = evaluate([claim], {"gap": 0.5, "short": 1.2}, cfg, "a")
+    assert c["verdict"] == "pass" and c["measured"] == {"gap": 0.5, "short": 1.2}
+
+
+def test_of_may_name_a_centre_set_in_the_config():
+    from posenc.claims import Check, Claim, evaluate
+
+    claim = Claim("a.slope", "x", (Check("slope", "within", "tol", of="centre"),))
+    cfg = {"thresholds": {"tol": 0.2, "centre": 1.0}}
+    [c] = evaluate([claim], {"slope": 0.964}, cfg, "a")
+    assert c["verdict"] == "pass" and c["measured"] == 0.964
+    assert c["expected"] == "slope within ±0.2 of the centre 1"
+    [c] = evaluate([claim], {"slope": 1.3}, cfg, "a")
+    assert c["verdict"] == "fail"

@@ -1,0 +1,87 @@
+"""Evaluate one trained model of the extrapolation study at and beyond its training length.
+
+Language models: bits per character on the validation text at every evaluation length, in both
+scoring modes, plus the RoPE model's context extensions, plus the training text at L_train (the
+train/validation gap). Passkey models: exact-match accuracy at every evaluation length. The
+evaluation settings are this rule's parameters only, so changing them never retrains.
+"""
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from posenc import plugins
+from posenc.data import PasskeyTask, load_corpus
+from posenc.device import device_name, resolve_device
+from posenc.encodings import REGISTRY
+from posenc.evaluate import evaluate_lm, evaluate_passkey
+from posenc.io import write_json
+from posenc.train import load_checkpoint
+from posenc.workflow import setup
+
+
+def compute(
+    model: torch.nn.Module, meta: dict[str, Any], settings: dict[str, Any], device: torch.device
+) -> dict[str, Any]:
+    """The evaluation record of one model; ``meta`` is its checkpoint metadata."""
+    record = {k: meta[k] for k in ("task", "encoding", "seed", "train_len")}
+    record["device"] = device_name(device)
+    record["settings"] = dict(settings)
+    if meta["task"] == "lm":
+        data = meta["data"]
+        corpus = load_corpus(data["corpus"], data["val_fraction"])
+        if corpus.sha256 != data["sha256"]:
+            raise ValueError(
+                f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the model "
+                "was trained on (sha256 mismatch); retrain it"
+            )
+        record["rows"] = evaluate_lm(
+            model,
+            corpus.val,
+            corpus.train,
+            train_len=meta["train_len"],
+            multipliers=settings["multipliers"],
+            max_windows=settings["max_windows"],
+            segment=settings["segment"],
+            segment_windows=settings["segment_windows"],
+            batch_tokens=settings["batch_tokens"],
+            device=device,
+            # Context extensions (PI, NTK) as the registry declares them for the encoding.
+            extensions=REGISTRY[meta["encoding"]].extensions,
+        )
+    elif meta["task"] == "passkey":
+        data = meta["data"]
+        task = PasskeyTask(data["num_filler"], data["num_keys"])
+        record["chance"] = 1.0 / data["num_keys"]
+        record["rows"] = evaluate_passkey(
+            model,
+            task,
+            train_len=meta["train_len"],
+            multipliers=settings["multipliers"],
+            sequences=settings["sequences"],
+            seed=settings["seed"],
+            batch_size=settings["batch_size"],
+            device=device,
+        )
+    else:
+        raise ValueError(f"unknown task {meta['task']!r}")
+    return record
+
+
+def main(snakemake):
+    w, p = snakemake.wildcards, snakemake.params
+    # A plugin's encoding must be registered in this process too. Read from the config, not
+    # from params: params key the output cache, which must not depend on the checkout.
+    plugins.load(snakemake.config.get("plugins", []), Path(snakemake.scriptdir).parents[1])
+    log = setup(snakemake, f"extrapolation.evaluate.{w.task}.{w.encoding}.seed{w.seed}")
+    device = resolve_device(p.device)
+    model, meta = load_checkpoint(snakemake.input.model, device)
+    record = compute(model, meta, p.settings, device)
+    write_json(snakemake.output.evaluation, record)
+    undefined = sum(not r["defined"] for r in record["rows"])
+    log.info("%d rows (%d undefined) on %s", len(record["rows"]), undefined, record["device"])
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821 -- injected by Snakemake's script: directive

@@ -1,0 +1,154 @@
+"""Train one (task, encoding, seed) model of the extrapolation study.
+
+``compute`` is pure (tests import it): it builds the data and the model from plain dicts, trains
+with :func:`posenc.train.train` and returns the model, the metadata a checkpoint needs to rebuild
+it, and the training log. ``main`` only unpacks ``snakemake`` and writes the two outputs.
+"""
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from posenc import plugins
+from posenc.data import PasskeyTask, lm_batches, load_corpus
+from posenc.device import device_name, resolve_device
+from posenc.encodings import EncodingParams
+from posenc.io import write_json
+from posenc.train import TrainConfig, build_model, finish_resume, save_checkpoint, train
+from posenc.workflow import setup
+
+TASKS = ("lm", "passkey")
+# Keys of the training log that describe the run rather than the model (see main).
+RUN_RECORD = (
+    "resumed_from_step",
+    "tokens_trained_here",
+    "wall_s",
+    "tokens_per_s",
+    "peak_memory_mb",
+    "peak_memory_kind",
+    "threads",
+)
+
+
+def fingerprint(task: str, encoding: str, seed: int, settings: dict, device: str) -> str:
+    """Identifies a run's settings: a resume checkpoint from other settings is never used."""
+    blob = json.dumps([task, encoding, seed, settings, device], sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[str, Any]]:
+    """(batch function, vocabulary size, training length L_train, data description)."""
+    data = settings["data"]
+    if task == "lm":
+        corpus = load_corpus(data["corpus"], data["val_fraction"])
+        description = {
+            "corpus": data["corpus"],
+            "val_fraction": data["val_fraction"],
+            "sha256": corpus.sha256,
+            "characters": len(corpus.train) + len(corpus.val),
+            "train_characters": len(corpus.train),
+            "seq_len": data["seq_len"],
+        }
+        seq_len = data["seq_len"]
+        return lm_batches(corpus.train, seq_len), corpus.vocab_size, seq_len, description
+    if task == "passkey":
+        passkey = PasskeyTask(data["num_filler"], data["num_keys"])
+        batches = passkey.batches(data["min_len"], data["max_len"])
+        return batches, passkey.vocab_size, data["max_len"], dict(data)
+    raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
+
+
+def compute(
+    task: str,
+    encoding: str,
+    seed: int,
+    settings: dict[str, Any],
+    device: torch.device,
+    resume_path: str | None = None,
+    progress=None,
+    log=print,
+) -> tuple[torch.nn.Module, dict[str, Any], dict[str, Any]]:
+    """Train one model. ``settings`` = {"data", "model", "train", "encoding"} (see the rule).
+
+    Returns (model, checkpoint metadata, training log). The learned table gets exactly
+    L_train rows, so it has no position beyond the trained ones.
+    """
+    batches, vocab_size, train_len, data = make_data(task, settings)
+    known = set(EncodingParams.__dataclass_fields__) - {"d_model", "n_heads", "max_len"}
+    encoding_params = {k: v for k, v in settings["encoding"].items() if k in known}
+    encoding_params["max_len"] = train_len
+    torch.manual_seed(seed)  # the initial weights
+    model = build_model(vocab_size, settings["model"], encoding, encoding_params)
+    train_keys = set(TrainConfig.__dataclass_fields__)
+    cfg = TrainConfig(**{k: v for k, v in settings["train"].items() if k in train_keys})
+    label = f"{task}/{encoding}/seed{seed}"
+    run_log = train(
+        model,
+        batches,
+        cfg,
+        seed=seed,
+        device=device,
+        label=label,
+        resume_path=resume_path,
+        fingerprint=fingerprint(task, encoding, seed, settings, device.type),
+        progress=progress,
+        log=log,
+    )
+    meta = {
+        "task": task,
+        "encoding": encoding,
+        "seed": seed,
+        "vocab_size": vocab_size,
+        "train_len": train_len,
+        "model_config": dict(settings["model"]),
+        "encoding_params": encoding_params,
+        "data": data,
+    }
+    tail = max(1, len(run_log["losses"]) // 20)  # the last 5 % of steps
+    summary = {
+        **meta,
+        "device": device_name(device),
+        "n_params": sum(p.numel() for p in model.parameters()),
+        "final_train_loss_nats": sum(run_log["losses"][-tail:]) / tail,
+        "log": run_log,
+    }
+    return model, meta, summary
+
+
+def main(snakemake):
+    w, p = snakemake.wildcards, snakemake.params
+    # A plugin's encoding must be registered in this process too. Read from the config, not
+    # from params: params key the output cache, which must not depend on the checkout.
+    plugins.load(snakemake.config.get("plugins", []), Path(snakemake.scriptdir).parents[1])
+    log = setup(snakemake, f"extrapolation.train.{w.task}.{w.encoding}.seed{w.seed}")
+    device = resolve_device(p.device)
+    model, meta, summary = compute(
+        w.task,
+        w.encoding,
+        int(w.seed),
+        p.settings,
+        device,
+        resume_path=p.resume,
+        log=log.info,
+    )
+    # How the run went (speed, memory, whether it resumed) differs between identical runs:
+    # it goes to timing.json, so train_log.json holds only what was computed.
+    run = {key: summary["log"].pop(key) for key in RUN_RECORD}
+    save_checkpoint(snakemake.output.model, model, meta)
+    write_json(snakemake.output.train_log, summary)
+    write_json(snakemake.output.timing, {"label": summary["log"]["label"], **run})
+    finish_resume(p.resume)
+    log.info(
+        "%s: %.0f tokens/s on %s, final loss %.4f nats",
+        summary["log"]["label"],
+        run["tokens_per_s"],
+        summary["device"],
+        summary["final_train_loss_nats"],
+    )
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821 -- injected by Snakemake's script: directive
