@@ -1,9 +1,11 @@
 """Config validation: a wrong key or value fails before any job runs, naming the key.
 
-The schema (``config/schema.yaml``, with one ``$ref``'d file per analysis under
-``config/schema/``) sets ``additionalProperties: false`` everywhere, so a misspelt key is an
-error rather than a silently ignored setting. What a JSON schema cannot say (an evaluation
-length below the training length, say) is checked by :data:`SEMANTIC_CHECKS`.
+The schema (``config/schema.yaml`` for the shared keys and each analysis' own
+``analyses/<id>/schema.yaml``, assembled by :func:`workflow_schema`) sets
+``additionalProperties: false`` everywhere, so a misspelt key is an error rather than a
+silently ignored setting. What a JSON schema cannot say (an evaluation length below the
+training length, say) is checked by :data:`SEMANTIC_CHECKS` and by each analysis' spec
+(``AnalysisSpec.checks``).
 """
 
 from __future__ import annotations

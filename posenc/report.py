@@ -471,12 +471,9 @@ def _section_module(env: Environment, section_id: str):
 def number_references(claims: list[dict], extra: list[str]) -> tuple[list[dict], dict[str, int]]:
     """The works cited, numbered in order of first citation (claims first, then the sections'
     and the encodings' own), with their full entries; unknown keys are an error."""
-    order: list[str] = []
-    for c in claims:
-        order += [
-            k for k in references.check(c["references"], f"claim {c['id']}") if k not in order
-        ]
-    order += [k for k in references.check(extra, "sections and encodings") if k not in order]
+    cited = [k for c in claims for k in references.check(c["references"], f"claim {c['id']}")]
+    cited += references.check(extra, "sections and encodings")
+    order = list(dict.fromkeys(cited))  # first citation first, each work once
     bib = references.bibliography()
     listed = [
         {"key": k, "number": i, "kind": "paper", **bib[k]} for i, k in enumerate(order, start=1)

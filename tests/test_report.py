@@ -406,3 +406,14 @@ def test_a_sections_timing_file_joins_its_section_after_its_own_tables(fake, tmp
     timing.write_text('{"tables": [{"id": "speed"}]}')
     with pytest.raises(ValueError, match="timing.json"):
         context_of(fake)
+
+
+def test_each_work_is_listed_once_in_order_of_first_citation():
+    from posenc.report import number_references
+
+    claims = [{"id": "a.x", "references": ["su2021", "press2022"]}, {"id": "a.y", "references": []}]
+    listed, numbers = number_references(claims, ["press2022", "vaswani2017", "vaswani2017"])
+    assert [r["key"] for r in listed] == ["su2021", "press2022", "vaswani2017"]
+    assert numbers == {"su2021": 1, "press2022": 2, "vaswani2017": 3}
+    with pytest.raises(KeyError, match="claim a.z: unknown reference 'nobody2099'"):
+        number_references([{"id": "a.z", "references": ["nobody2099"]}], [])

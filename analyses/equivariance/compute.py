@@ -25,7 +25,7 @@ from posenc.device import dtype_from_name
 from posenc.encodings import REGISTRY, sinusoidal_table
 from posenc.model import TransformerStack, make_stack
 
-# The seed snippet's check, reproduced exactly as written there.
+# The check of "Transformers · Positional encoding", reproduced exactly as written there.
 SEED_TORCH_SEED = 0
 SEED_EMBED_DIM, SEED_HEADS, SEED_LEN = 16, 2, 5
 SEED_PERM = (3, 0, 4, 1, 2)
