@@ -4,12 +4,10 @@ The schema is assembled as the Snakefile assembles it: ``config/schema.yaml`` (t
 and ``plugins``), one ``analyses/<id>/schema.yaml`` per analysis, and the encoding names from
 the registry (plugins' included); the analyses' specs bring their semantic checks."""
 
-import copy
 import functools
-import textwrap
 
 import pytest
-import yaml
+from configs import PLUGIN, load, merged
 from workflow_utils import ROOT, copy_workflow, snakemake
 
 from posenc import registry
@@ -33,24 +31,6 @@ def checks():
 
 def validate(config, encodings=ENCODINGS):
     return validate_config(config, schema(encodings), checks())
-
-
-def load(name):
-    return yaml.safe_load((ROOT / "config" / name).read_text())
-
-
-def merged(override):
-    """config.yaml with ``override`` merged in, recursively (as snakemake --configfile does)."""
-
-    def update(base, new):
-        for k, v in new.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                update(base[k], v)
-            else:
-                base[k] = v
-        return base
-
-    return update(copy.deepcopy(load("config.yaml")), override)
 
 
 @pytest.mark.parametrize("name", ["config.yaml", "test.yaml", "gpu.yaml"])
@@ -82,28 +62,10 @@ def test_unknown_encoding_is_rejected_naming_the_key_and_the_known_names():
     assert all(repr(name) in message for name in ENCODINGS), message
 
 
-PLUGIN = textwrap.dedent(
-    """\
-    import dataclasses
-
-    from posenc.encodings import EncodingSpec, Sinusoidal, register
-
-
-    class Base500(Sinusoidal):
-        def __init__(self, params):
-            super().__init__(dataclasses.replace(params, base=500.0))
-
-
-    register(EncodingSpec("plugin_sin500", "input", Base500, relative=False, learned=False,
-                          citation="a test's plugin", summary="Sinusoidal, base 500."))
-    """
-)
-
-
 def test_a_name_registered_by_a_plugin_is_accepted(tmp_path):
     # The Snakefile's path: the plugin registers its encoding, the registry's metadata names
     # it, and the schema built from those names accepts it (and still rejects a typo of it).
-    (tmp_path / "plugin.py").write_text(PLUGIN)
+    (tmp_path / "plugin.py").write_text(PLUGIN.format(summary="Sinusoidal, base 500."))
     names = list(registry.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache"))
     assert names[-1] == "plugin_sin500"
     config = merged({"plugins": ["plugin.py"], "encodings": [*ENCODINGS, "plugin_sin500"]})

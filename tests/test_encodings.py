@@ -27,6 +27,7 @@ from posenc.encodings import (
     PositionOutOfRange,
     QKEncoding,
     Sinusoidal,
+    _t5_bucket_by_hand,
     alibi_bias,
     alibi_slopes,
     apply_rope,
@@ -506,31 +507,12 @@ def test_alibi_bias_matches_loop(heads, causal):
                 assert bias[h, i, j].item() == pytest.approx(-slopes[h] * dist)
 
 
-def naive_t5_bucket(rel, bidirectional, num_buckets, max_distance):
-    """Raffel et al. 2020 / mesh-tensorflow's _relative_position_bucket, one scalar at a time."""
-    ret, n = 0, -rel
-    if bidirectional:
-        num_buckets //= 2
-        if n < 0:
-            ret += num_buckets
-        n = abs(n)
-    else:
-        n = max(n, 0)
-    max_exact = num_buckets // 2
-    if n < max_exact:
-        return ret + n
-    val = max_exact + int(
-        math.log(n / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-    )
-    return ret + min(val, num_buckets - 1)
-
-
 @pytest.mark.parametrize("bidirectional", [True, False])
 @pytest.mark.parametrize("num_buckets,max_distance", [(32, 128), (16, 64), (8, 20)])
 def test_t5_buckets_match_reference(bidirectional, num_buckets, max_distance):
     rel = torch.arange(-300, 301)
     got = t5_relative_bucket(rel, bidirectional, num_buckets, max_distance)
-    want = [naive_t5_bucket(r, bidirectional, num_buckets, max_distance) for r in rel.tolist()]
+    want = [_t5_bucket_by_hand(r, bidirectional, num_buckets, max_distance) for r in rel.tolist()]
     assert got.tolist() == want
     assert got.max() < num_buckets
 

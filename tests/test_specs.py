@@ -4,15 +4,14 @@
 The spec tests run over whatever ``analyses/*/spec.py`` exist: a new analysis is covered the
 moment its spec is written."""
 
-import copy
 import importlib
 import re
 import subprocess
 import sys
-import textwrap
 
 import pytest
 import yaml
+from configs import PLUGIN, load, merged
 from workflow_utils import ROOT
 
 from posenc import registry
@@ -26,24 +25,6 @@ try:
     DISCOVER_ERROR = None
 except Exception as error:  # reported by test_every_spec_loads, not as a collection error
     SPECS, DISCOVER_ERROR = {}, error
-
-
-def load(name):
-    return yaml.safe_load((ROOT / "config" / name).read_text())
-
-
-def merged(override):
-    """config.yaml with ``override`` merged in, recursively (as snakemake --configfile does)."""
-
-    def update(base, new):
-        for k, v in new.items():
-            if isinstance(v, dict) and isinstance(base.get(k), dict):
-                update(base[k], v)
-            else:
-                base[k] = v
-        return base
-
-    return update(copy.deepcopy(load("config.yaml")), override)
 
 
 CONFIGS = {"config.yaml": load("config.yaml"), "test.yaml (merged)": merged(load("test.yaml"))}
@@ -151,23 +132,6 @@ def test_discover_checks_the_id_against_the_folder(tmp_path):
 
 
 # ----------------------------------------------------------------------------- registry metadata
-
-PLUGIN = textwrap.dedent(
-    """\
-    import dataclasses
-
-    from posenc.encodings import EncodingSpec, Sinusoidal, register
-
-
-    class Base500(Sinusoidal):
-        def __init__(self, params):
-            super().__init__(dataclasses.replace(params, base=500.0))
-
-
-    register(EncodingSpec("plugin_sin500", "input", Base500, relative=False, learned=False,
-                          citation="a test's plugin", summary="{summary}"))
-    """
-)
 
 
 def test_metadata_is_the_registry(tmp_path):
