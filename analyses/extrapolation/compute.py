@@ -162,7 +162,7 @@ def training_table(train_logs: list[dict]) -> list[dict[str, Any]]:
                 "peak_memory_mb": log["peak_memory_mb"],
                 "peak_memory_kind": log["peak_memory_kind"],
                 "resumed_from_step": log["resumed_from_step"],
-                "final_train_loss_nats": t["final_train_loss_nats"],
+                "final_train_loss_bits": t["final_train_loss_nats"] / LN2,
             }
         )
     return rows
@@ -180,12 +180,12 @@ def smooth(values: list[float], window: int) -> list[float]:
 
 
 def training_curves(train_logs: list[dict]) -> list[dict[str, Any]]:
-    """Per task and encoding: the per-step training loss averaged over seeds (LM losses in
-    bits/char) and its moving average over a 50th of the run, one row per step."""
+    """Per task and encoding: the per-step training loss averaged over seeds, in bits (per
+    character for the LM, per answer token for passkey: one unit throughout the report), and
+    its moving average over a 50th of the run, one row per step."""
     runs: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
     for t in train_logs:
-        scale = 1 / LN2 if t["task"] == "lm" else 1.0
-        runs[(t["task"], t["encoding"])].append([x * scale for x in t["log"]["losses"]])
+        runs[(t["task"], t["encoding"])].append([x / LN2 for x in t["log"]["losses"]])
     rows = []
     for (task, enc), losses in sorted(
         runs.items(), key=lambda kv: (kv[0][0], _encoding_index(kv[0][1]))

@@ -12,7 +12,7 @@ LINESTYLES = ("-", "--", ":", "-.")
 TITLES = {"all": "(a) every token of each window", "segment": "(b) same final segment"}
 TASKS = {
     "lm": ("character LM", "training loss (bits/char)"),
-    "passkey": ("passkey retrieval", "training loss (nats)"),
+    "passkey": ("passkey retrieval", "training loss (bits/answer token)"),
 }
 
 
@@ -223,7 +223,7 @@ def table_training(m: Measurements, ctx: Context):
         "wall s",
         "peak MB",
         "resumed from",
-        "final loss (nats)",
+        "final loss (bits)",
     ]
     rows = [
         [
@@ -237,7 +237,7 @@ def table_training(m: Measurements, ctx: Context):
             round(t["wall_s"], 1),
             round(t["peak_memory_mb"]),
             t["resumed_from_step"],
-            round(t["final_train_loss_nats"], 4),
+            round(t["final_train_loss_bits"], 4),
         ]
         for t in m.rows["training_timing"]
     ]
