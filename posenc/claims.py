@@ -8,10 +8,12 @@ at parse time.
 
 Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a list of
 
-    {"id", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a",
+    {"id", "kind", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a",
      "references", "section", "reason"}
 
-``reason`` says why a claim is n/a (generated, never hand-written). The report merges them.
+``reason`` says why a claim is n/a (generated, never hand-written). ``kind`` is one of
+:data:`KINDS`, so the report can count identities, software checks and empirical claims apart.
+The report merges them.
 """
 
 from __future__ import annotations
@@ -19,11 +21,17 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 VERDICTS = ("pass", "fail", "n/a")
-REQUIRED = ("id", "statement", "measured", "expected", "verdict", "references", "section")
+# What a claim's verdict can tell a reader, so that "28 of 30 hold" does not mix them:
+#   identity  - a mathematical identity checked numerically, to rounding: it can only fail
+#               through a bug or a rounding bound that is wrong;
+#   software  - a check of code behaviour (ours, a library's or a source's snippet as written);
+#   empirical - a measured property that could come out either way at this scale.
+KINDS = ("identity", "software", "empirical")
+REQUIRED = ("id", "kind", "statement", "measured", "expected", "verdict", "references", "section")
 
 # op -> (test, how the expected text writes it)
 COMPARISONS = {
@@ -88,7 +96,8 @@ class Claim:
     that, when true, makes the claim n/a; evidence that is missing or empty does too. The
     reason is generated from the name in both cases. ``shows`` names evidence the ledger's
     "measured" carries beside the checked values, as context a reader needs (the losses behind
-    a difference, say); it decides nothing."""
+    a difference, say); it decides nothing. ``kind`` (keyword, required) is one of
+    :data:`KINDS`: what kind of evidence the verdict is."""
 
     id: str
     statement: str
@@ -96,8 +105,13 @@ class Claim:
     references: tuple[str, ...] = ()
     unless: str | None = None
     shows: tuple[str, ...] = ()
+    kind: str = field(kw_only=True)
 
     def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ClaimError(
+                f"claim {self.id}: kind {self.kind!r} is not one of {', '.join(map(repr, KINDS))}"
+            )
         if not self.checks:
             raise ClaimError(f"claim {self.id}: no checks (a claim that cannot fail)")
         if isinstance(self.references, str):
@@ -269,6 +283,7 @@ def evaluate(
         ledger.append(
             {
                 "id": claim.id,
+                "kind": claim.kind,
                 "statement": _fill(claim.statement, evidence),
                 "measured": measured,
                 "expected": "; ".join(
@@ -295,6 +310,8 @@ def check_ledger(claims: Any, origin: str = "claims") -> list[dict[str, Any]]:
         missing = [k for k in REQUIRED if k not in c]
         if missing:
             raise ValueError(f"{origin}: claim {c.get('id', i)!r} lacks {', '.join(missing)}")
+        if c["kind"] not in KINDS:
+            raise ValueError(f"{origin}: claim {c['id']!r} has kind {c['kind']!r}")
         if c["verdict"] not in VERDICTS:
             raise ValueError(f"{origin}: claim {c['id']!r} has verdict {c['verdict']!r}")
         if c["id"] in seen:

@@ -39,7 +39,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from posenc import references
-from posenc.claims import check_ledger
+from posenc.claims import KINDS, VERDICTS, check_ledger
 from posenc.config import config_hash
 from posenc.io import atomic_path, read_json
 
@@ -412,8 +412,83 @@ def read_benchmarks(
                 "max_rss_mb": _tsv_number(records, "max_rss", max),
                 "finished": finished.isoformat(timespec="seconds"),
                 "ran": None if started is None else finished >= started,
+                "notes": [],
             }
         )
+    rows.sort(key=lambda r: (r["rule"] is None, r["rule"] or "", r["wildcards"], r["file"]))
+    return rows
+
+
+def _pattern_files(pattern: str) -> list[Path]:
+    """The files on disk that a Snakemake output pattern names (a wildcard may span folders,
+    as Snakemake's default ``.+`` does): every file under the pattern's literal folder that
+    the pattern's regex matches in full."""
+    literal = re.split(r"\{", pattern, maxsplit=1)[0]
+    root = Path(literal).parent if "{" in pattern else Path(pattern).parent
+    if not root.is_dir():
+        return []
+    regex = _pattern_regex(pattern)
+    return sorted(p for p in root.rglob("*") if p.is_file() and regex.fullmatch(p.as_posix()))
+
+
+def read_timings(rule_patterns: dict[str, str], started: datetime | None) -> list[dict[str, Any]]:
+    """Wall time and peak memory per job of the rules that have no ``benchmark:`` file.
+
+    A rule whose outputs go to Snakemake's between-workflow cache may not have a benchmark
+    (training, say); such a rule writes a ``timing`` output instead, a JSON object with the
+    job's ``wall_s`` and ``peak_memory_mb`` (and ``peak_memory_kind``, ``resumed_from_step``).
+    ``rule_patterns`` maps each such rule to its timing output's pattern; every file on disk
+    that the pattern names is one job. As for benchmarks, a job *ran* in this invocation if its
+    timing file (written when the job ends) is newer than the invocation's start.
+    """
+    rows = []
+    for rule, pattern in rule_patterns.items():
+        regex = _pattern_regex(pattern)
+        for path in _pattern_files(pattern):
+            name = path.as_posix()
+            record = _read_result(path, f"rule {rule}'s timing")
+            if not isinstance(record, dict):
+                raise ReportError(f"{name}: rule {rule}'s timing file must hold a JSON object")
+            finished = datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)
+            wildcards = regex.fullmatch(name).groupdict()
+            peak, kind = record.get("peak_memory_mb"), record.get("peak_memory_kind")
+            # Only a process' peak RSS is comparable with the benchmarks' max_rss; a GPU's
+            # allocated memory is said beside it.
+            rss = peak if kind in (None, "cpu_max_rss") else None
+            notes = ["timed by the job itself (its timing file), not by Snakemake"]
+            if peak is not None and rss is None:
+                notes.append(f"peak {kind} {fmt_number(peak, 4)} MB")
+            if record.get("resumed_from_step"):
+                notes.append(f"resumed from step {record['resumed_from_step']}")
+            rows.append(
+                {
+                    "file": name,
+                    "rule": rule,
+                    "wildcards": ", ".join(f"{k}={v}" for k, v in wildcards.items()),
+                    "seconds": _number(record.get("wall_s")),
+                    "max_rss_mb": _number(rss),
+                    "finished": finished.isoformat(timespec="seconds"),
+                    "ran": None if started is None else finished >= started,
+                    "notes": notes,
+                }
+            )
+    return rows
+
+
+def _number(x: Any) -> float | None:
+    return float(x) if isinstance(x, int | float) and not isinstance(x, bool) else None
+
+
+def read_jobs(
+    folder: str | Path,
+    rule_patterns: dict[str, str],
+    started: datetime | None,
+    ignore: tuple[str, ...] = (),
+    timing_rules: dict[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every job: from its benchmark file, or from its timing file for a rule without one."""
+    rows = read_benchmarks(folder, rule_patterns, started, ignore)
+    rows += read_timings(timing_rules or {}, started)
     rows.sort(key=lambda r: (r["rule"] is None, r["rule"] or "", r["wildcards"], r["file"]))
     return rows
 
@@ -481,6 +556,29 @@ def number_references(claims: list[dict], extra: list[str]) -> tuple[list[dict],
     return listed, {k: i for i, k in enumerate(order, start=1)}
 
 
+# How the headline names each claim kind (posenc.claims.KINDS), in the order it lists them.
+KIND_LABELS = {
+    "identity": "Identities",
+    "software": "Software checks",
+    "empirical": "Empirical claims",
+}
+
+
+def counts_by_kind(ledger: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Verdict counts per claim kind, in :data:`KINDS` order, for the kinds this ledger has:
+    a verdict on an identity says something else than one on an empirical claim."""
+    return [
+        {
+            "kind": kind,
+            "label": KIND_LABELS[kind],
+            "total": sum(c["kind"] == kind for c in ledger),
+            **{v: sum(c["kind"] == kind and c["verdict"] == v for c in ledger) for v in VERDICTS},
+        }
+        for kind in KINDS
+        if any(c["kind"] == kind for c in ledger)
+    ]
+
+
 def build_context(
     template_dir: str | Path,
     sections: list[dict[str, str]],
@@ -490,8 +588,14 @@ def build_context(
     benchmark_rules: dict[str, str],
     log_dir: str | Path,
     ignore_benchmarks: tuple[str, ...] = (),
+    timing_rules: dict[str, str] | None = None,
+    code_digests: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Everything the report shows, as plain JSON data (``data.json``); both media render it."""
+    """Everything the report shows, as plain JSON data (``data.json``); both media render it.
+
+    ``timing_rules`` maps each rule without a benchmark to its ``timing`` output pattern (see
+    :func:`read_timings`); ``code_digests`` maps rules to the digest of the code they run (their
+    ``code`` param), shown in the provenance."""
     config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
     _check_download_names(loaded)
@@ -513,13 +617,14 @@ def build_context(
         for c in ledger
     ]
     started = invocation_start(log_dir)
-    jobs = read_benchmarks(benchmarks_dir, benchmark_rules, started, ignore_benchmarks)
+    jobs = read_jobs(benchmarks_dir, benchmark_rules, started, ignore_benchmarks, timing_rules)
     return {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": config,
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "config_hash": config_hash(config),
         "git": git,
+        "code_digests": dict(sorted((code_digests or {}).items())),
         "env": environment_info(),
         "packages": installed_packages(),
         "devices": sorted({str(s["m"]["device"]) for s in loaded if "device" in s["m"]}),
@@ -528,6 +633,7 @@ def build_context(
         "ledger": ledger,
         "claims": claims,
         "counts": {v: sum(c["verdict"] == v for c in ledger) for v in ("pass", "fail", "n/a")},
+        "counts_by_kind": counts_by_kind(ledger),
         "jobs": jobs,
         "job_summary": job_summary(jobs, started),
         "references": bibliography,

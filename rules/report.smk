@@ -79,6 +79,19 @@ rule report:
             if r.benchmark is not None and r.name not in REPORT_RULES
         },
         own_benchmarks=[bench_path(r) for r in REPORT_RULES],
+        # A rule that may not have a benchmark (a cached one) times its jobs itself, in an
+        # output named `timing`: its pattern, so that every such job is counted too.
+        timing_rules=lambda w: {
+            r.name: str(r.output.timing)
+            for r in workflow.rules
+            if r.benchmark is None and "timing" in r.output.keys() and r.name not in REPORT_RULES
+        },
+        # The digest of the code each rule runs (its `code` param), for the provenance.
+        code_digests=lambda w: {
+            r.name: r.params.code
+            for r in workflow.rules
+            if "code" in r.params.keys() and isinstance(r.params.code, str)
+        },
         snakemake_logs=".snakemake/log",
         # The templates' folder, where the stylesheet sits.
         templates=lambda w, input: str(Path(input.stylesheet).parent),

@@ -96,13 +96,15 @@ def make_section(
     }
 
 
-def passing(cid: str, section: str, statement: str = "It holds.") -> dict:
-    claim = Claim(cid, statement, (Check("x", "<", "limit"),), references=("su2021",))
+def passing(cid: str, section: str, statement: str = "It holds.", kind: str = "identity") -> dict:
+    claim = Claim(cid, statement, (Check("x", "<", "limit"),), references=("su2021",), kind=kind)
     return evaluate([claim], {"x": 0.5}, {"thresholds": {"limit": 1}}, section)[0]
 
 
-def failing(cid: str, section: str) -> dict:
-    claim = Claim(cid, "It should hold.", (Check("error", "<", "limit"),), ("seed_snippet",))
+def failing(cid: str, section: str, kind: str = "empirical") -> dict:
+    claim = Claim(
+        cid, "It should hold.", (Check("error", "<", "limit"),), ("seed_snippet",), kind=kind
+    )
     return evaluate([claim], {"error": {"max": 0.2}}, {"thresholds": {"limit": 0.1}}, section)[0]
 
 
@@ -111,7 +113,8 @@ def corrupt(path: str | Path, text: str) -> None:
 
 
 def two_sections(root: Path, config_name: str = "test") -> dict:
-    """Two sections (three figures, three tables, three claims, one failing), their
+    """Two sections (three figures, three tables, three claims, one failing, one of each
+    kind: alpha.one an identity, alpha.two empirical, beta.one a software check), their
     templates, and everything else :func:`posenc.report.build_context` needs."""
     spec = {
         "alpha": {"title": "Alpha analysis", "figures": ["curve", "heat"], "tables": ["cases"]},
@@ -131,7 +134,7 @@ def two_sections(root: Path, config_name: str = "test") -> dict:
             "beta",
             ["decay"],
             ["t1", "t2"],
-            [passing("beta.one", "beta")],
+            [passing("beta.one", "beta", kind="software")],
             title=spec["beta"]["title"],
         ),
     ]

@@ -5,11 +5,11 @@ import math
 
 import pytest
 
-from posenc.claims import Check, Claim, ClaimError, check_ledger, evaluate
+from posenc.claims import KINDS, Check, Claim, ClaimError, check_ledger, evaluate
 
 
 def verdict_of(check, evidence, thresholds=None, **cfg):
-    claim = Claim("sec.c", "A claim.", checks=(check,))
+    claim = Claim("sec.c", "A claim.", checks=(check,), kind="identity")
     (entry,) = evaluate((claim,), evidence, {"thresholds": thresholds or {}, **cfg}, "sec")
     return entry
 
@@ -101,14 +101,18 @@ def test_missing_nested_evidence_names_its_path():
 
 
 def test_one_missing_check_makes_the_claim_na_and_shows_the_rest():
-    claim = Claim("sec.c", "Two.", checks=(Check("a", "<=", "t"), Check("b", ">", "t")))
+    claim = Claim(
+        "sec.c", "Two.", checks=(Check("a", "<=", "t"), Check("b", ">", "t")), kind="identity"
+    )
     (entry,) = evaluate((claim,), {"a": 0.5}, {"thresholds": {"t": 1}}, "sec")
     assert entry["verdict"] == "n/a" and "no b" in entry["reason"]
     assert entry["measured"] == {"a": 0.5}
 
 
 def test_unless_flag_makes_the_claim_na():
-    claim = Claim("sec.c", "Trained.", checks=(Check("x", "<=", "t"),), unless="smoke_test")
+    claim = Claim(
+        "sec.c", "Trained.", checks=(Check("x", "<=", "t"),), unless="smoke_test", kind="identity"
+    )
     cfg = {"thresholds": {"t": 1}, "smoke_test": True}
     (entry,) = evaluate((claim,), {"x": 5}, cfg, "sec")
     assert entry["verdict"] == "n/a"
@@ -119,7 +123,7 @@ def test_unless_flag_makes_the_claim_na():
 
 
 def test_unknown_threshold_key_names_the_claim():
-    claim = Claim("sec.needs_t", "A claim.", checks=(Check("x", "<=", "tt"),))
+    claim = Claim("sec.needs_t", "A claim.", checks=(Check("x", "<=", "tt"),), kind="identity")
     with pytest.raises(ClaimError, match=r"sec\.needs_t.*'tt'.*sec\.thresholds \(t\)"):
         evaluate((claim,), {"x": 1}, {"thresholds": {"t": 1}}, "sec")
     # Even when the claim would be n/a for missing evidence: a typo is never silent.
@@ -152,6 +156,7 @@ def test_several_checks_all_must_pass_and_join_expected():
         "sec.both",
         "Both.",
         checks=(Check("a", "<=", "lo", label="A"), Check("b", ">", "hi", label="B")),
+        kind="identity",
     )
     cfg = {"thresholds": {"lo": 1, "hi": 2}}
     (entry,) = evaluate((claim,), {"a": 0.5, "b": 3}, cfg, "sec")
@@ -168,6 +173,7 @@ def test_statement_names_evidence():
         "Relative: {relative}; absolute: {absolute}; {gone}.",
         checks=(Check("x", value=True),),
         references="su2021",
+        kind="identity",
     )
     evidence = {"x": True, "relative": ["enc_a", "enc_b"], "absolute": []}
     (entry,) = evaluate((claim,), evidence, {}, "sec")
@@ -194,13 +200,34 @@ def test_check_rejects_bad_ops(kwargs):
 
 def test_claim_needs_a_check():
     with pytest.raises(ClaimError, match="sec.empty"):
-        Claim("sec.empty", "Cannot fail.", checks=())
+        Claim("sec.empty", "Cannot fail.", checks=(), kind="identity")
+
+
+def test_claim_needs_a_kind():
+    # Required, with no default: a claim must say what kind of evidence its verdict is.
+    with pytest.raises(TypeError, match="kind"):
+        Claim("sec.c", "A.", checks=(Check("x", "<=", "t"),))
+
+
+@pytest.mark.parametrize("kind", ["Identity", "empirically", "", None])
+def test_claim_rejects_a_bad_kind(kind):
+    with pytest.raises(ClaimError, match=r"sec\.c: kind .* is not one of 'identity'"):
+        Claim("sec.c", "A.", checks=(Check("x", "<=", "t"),), kind=kind)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_kind_is_written_into_the_ledger(kind):
+    claim = Claim("sec.c", "A.", checks=(Check("x", "<=", "t"),), kind=kind)
+    (entry,) = evaluate((claim,), {"x": 0.5}, {"thresholds": {"t": 1}}, "sec")
+    assert entry["kind"] == kind
+    (entry,) = evaluate((claim,), {}, {"thresholds": {"t": 1}}, "sec")
+    assert entry["kind"] == kind and entry["verdict"] == "n/a"  # n/a claims keep their kind
 
 
 def test_evaluated_ledger_is_valid():
     claims = (
-        Claim("sec.a", "A.", checks=(Check("x", "<=", "t"),)),
-        Claim("sec.b", "B.", checks=(Check("y", "<=", "t"),)),
+        Claim("sec.a", "A.", checks=(Check("x", "<=", "t"),), kind="identity"),
+        Claim("sec.b", "B.", checks=(Check("y", "<=", "t"),), kind="identity"),
     )
     ledger = evaluate(claims, {"x": 0.5}, {"thresholds": {"t": 1}}, "sec")
     assert check_ledger(ledger, "claims.json") is ledger
@@ -209,6 +236,7 @@ def test_evaluated_ledger_is_valid():
 
 GOOD = {
     "id": "s.a",
+    "kind": "identity",
     "statement": "A.",
     "measured": 1,
     "expected": "x ≤ 1",
@@ -225,6 +253,8 @@ GOOD = {
         (["s.a"], "entry 0 is not an object"),
         ([{k: v for k, v in GOOD.items() if k != "expected"}], "'s.a' lacks expected"),
         ([{**GOOD, "verdict": "maybe"}], "'s.a' has verdict 'maybe'"),
+        ([{k: v for k, v in GOOD.items() if k != "kind"}], "'s.a' lacks kind"),
+        ([{**GOOD, "kind": "hunch"}], "'s.a' has kind 'hunch'"),
         ([GOOD, GOOD], "'s.a' appears twice"),
     ],
 )
@@ -237,7 +267,7 @@ def test_check_ledger_errors_name_the_file(ledger, message):
 def test_of_compares_the_difference_from_a_reference_and_keeps_the_measured_values():
     from posenc.claims import Check, Claim, evaluate
 
-    claim = Claim("a.seed", "x", (Check("got", "within", "tol", of="printed"),))
+    claim = Claim("a.seed", "x", (Check("got", "within", "tol", of="printed"),), kind="identity")
     cfg = {"thresholds": {"tol": 5e-4}}
     [held] = evaluate([claim], {"got": [0.9661, 0.6579], "printed": [0.966, 0.658]}, cfg, "a")
     assert held["verdict"] == "pass" and held["measured"] == [0.9661, 0.6579]
@@ -253,7 +283,7 @@ def test_of_compares_the_difference_from_a_reference_and_keeps_the_measured_valu
 def test_scale_multiplies_the_threshold_and_says_so():
     from posenc.claims import Check, Claim, evaluate
 
-    claim = Claim("a.ulps", "x", (Check("spread", "<=", "ulps", scale="unit"),))
+    claim = Claim("a.ulps", "x", (Check("spread", "<=", "ulps", scale="unit"),), kind="identity")
     cfg = {"thresholds": {"ulps": 64}}
     [held] = evaluate([claim], {"spread": {"p": 1e-14}, "unit": 2.2e-16}, cfg, "a")
     assert held["verdict"] == "pass" and "64 × unit = 1.408e-14" in held["expected"]
@@ -264,7 +294,9 @@ def test_scale_multiplies_the_threshold_and_says_so():
 def test_shows_puts_context_in_measured_and_decides_nothing():
     from posenc.claims import Check, Claim, evaluate
 
-    claim = Claim("a.gap", "x", (Check("gap", ">", "margin"),), shows=("short", "long"))
+    claim = Claim(
+        "a.gap", "x", (Check("gap", ">", "margin"),), shows=("short", "long"), kind="identity"
+    )
     cfg = {"thresholds": {"margin": 0.1}}
     [c] = evaluate([claim], {"gap": 0.5, "short": 1.2, "long": 1.7}, cfg, "a")
     assert c["verdict"] == "pass" and c["measured"] == {"gap": 0.5, "short": 1.2, "long": 1.7}
@@ -275,7 +307,7 @@ def test_shows_puts_context_in_measured_and_decides_nothing():
 def test_of_may_name_a_centre_set_in_the_config():
     from posenc.claims import Check, Claim, evaluate
 
-    claim = Claim("a.slope", "x", (Check("slope", "within", "tol", of="centre"),))
+    claim = Claim("a.slope", "x", (Check("slope", "within", "tol", of="centre"),), kind="identity")
     cfg = {"thresholds": {"tol": 0.2, "centre": 1.0}}
     [c] = evaluate([claim], {"slope": 0.964}, cfg, "a")
     assert c["verdict"] == "pass" and c["measured"] == 0.964

@@ -18,7 +18,9 @@ from posenc.report import (
     copy_downloads,
     installed_packages,
     invocation_start,
+    job_summary,
     read_benchmarks,
+    read_jobs,
     render,
     screen_digest,
     stylesheet_for,
@@ -112,6 +114,27 @@ def test_screen_embeds_pngs_and_print_uses_the_svgs(fake):
 # ----------------------------------------------------------------------------- claims
 
 
+def test_counts_by_kind_list_only_the_kinds_present_in_order():
+    from posenc.report import counts_by_kind
+
+    ledger = [
+        {"kind": "empirical", "verdict": "n/a"},
+        {"kind": "identity", "verdict": "pass"},
+        {"kind": "empirical", "verdict": "pass"},
+    ]
+    assert counts_by_kind(ledger) == [
+        {"kind": "identity", "label": "Identities", "total": 1, "pass": 1, "fail": 0, "n/a": 0},
+        {
+            "kind": "empirical",
+            "label": "Empirical claims",
+            "total": 2,
+            "pass": 1,
+            "fail": 0,
+            "n/a": 1,
+        },
+    ]
+
+
 def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     context = context_of(fake)
     assert [c["id"] for c in context["ledger"]] == ["alpha.one", "alpha.two", "beta.one"]
@@ -120,6 +143,7 @@ def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     # The merged ledger keeps the contract's fields only.
     assert set(context["ledger"][0]) == {
         "id",
+        "kind",
         "statement",
         "measured",
         "expected",
@@ -130,6 +154,17 @@ def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     }
     html = html_of(context, fake)
     assert "2 of 3 claims hold" in html
+    # Per kind too: a verdict on an identity is not one on an empirical claim.
+    assert [(k["kind"], k["total"], k["pass"], k["fail"]) for k in context["counts_by_kind"]] == [
+        ("identity", 1, 1, 0),
+        ("software", 1, 1, 0),
+        ("empirical", 1, 0, 1),
+    ]
+    assert (
+        '<p class="kinds">Identities: 1 of 1 hold · Software checks: 1 of 1 hold · '
+        'Empirical claims: 0 of 1 hold; <span class="fail-count">1 do not</span>.</p>'
+    ) in html
+    assert '<span class="kind">empirical</span>' in html  # each row says its kind
     assert (
         '<a class="evidence" href="#sec-beta">§2'
         '<span class="section-title"> Beta analysis</span></a>' in html
@@ -369,6 +404,90 @@ def test_provenance_is_shown(fake, tmp_path):
     assert "alpha: <code>3</code>" in html  # the section's own seed
     assert any(line.lower().startswith("jinja2==") for line in context["packages"]["lines"])
     assert "Jinja2==" in html or "jinja2==" in html
+
+
+def _timing(path: Path, when: float, **record) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"wall_s": 4.0, "peak_memory_mb": 300.0, **record}))
+    os.utime(path, (when, when))
+
+
+TRAIN_TIMING = "results/models/{task}/{encoding}/seed{seed}/timing.json"
+
+
+def test_jobs_of_a_rule_without_benchmark_are_counted_from_their_timing_files(
+    tmp_path, monkeypatch
+):
+    # A cached rule may not have a benchmark: its jobs time themselves in a `timing` output,
+    # and count like every other job: wall time, peak memory, ran or reused.
+    monkeypatch.chdir(tmp_path)
+    start = time.time() - 100
+    started = datetime.fromtimestamp(start).astimezone()
+    _touch(Path("results/benchmarks/evaluate.tsv"), start + 10)
+    models = Path("results/models")
+    _timing(models / "lm/rope/seed0/timing.json", start + 20, peak_memory_kind="cpu_max_rss")
+    _timing(models / "lm/alibi/seed1/timing.json", start - 500, resumed_from_step=40)
+    _timing(
+        models / "passkey/rope/seed0/timing.json",
+        start + 30,
+        wall_s=6.0,
+        peak_memory_mb=900.0,
+        peak_memory_kind="cuda_max_allocated",
+    )
+    (models / "lm/rope/seed0/train_log.json").write_text("{}")  # another output: not a job
+    rows = read_jobs(
+        "results/benchmarks",
+        {"evaluate": "results/benchmarks/evaluate.tsv"},
+        started,
+        timing_rules={"train": TRAIN_TIMING},
+    )
+    by_wildcards = {r["wildcards"]: r for r in rows if r["rule"] == "train"}
+    assert set(by_wildcards) == {
+        "task=lm, encoding=rope, seed=0",
+        "task=lm, encoding=alibi, seed=1",
+        "task=passkey, encoding=rope, seed=0",
+    }
+    assert len(rows) == 4
+    ran = by_wildcards["task=lm, encoding=rope, seed=0"]
+    assert ran["ran"] is True and ran["seconds"] == 4.0 and ran["max_rss_mb"] == 300.0
+    reused = by_wildcards["task=lm, encoding=alibi, seed=1"]
+    assert reused["ran"] is False
+    assert "resumed from step 40" in reused["notes"]
+    # A GPU's allocated memory is not a peak RSS: said beside it, not counted as one.
+    gpu = by_wildcards["task=passkey, encoding=rope, seed=0"]
+    assert gpu["max_rss_mb"] is None and any("900" in n for n in gpu["notes"])
+    summary = job_summary(rows, started)
+    assert (summary["jobs"], summary["ran"], summary["reused"]) == (4, 3, 1)
+    assert summary["total_seconds"] == 2.0 + 4.0 + 4.0 + 6.0
+    assert summary["peak_rss_mb"] == 300.0
+
+
+def test_a_malformed_timing_file_is_an_error_naming_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    bad = Path("results/models/lm/rope/seed0/timing.json")
+    bad.parent.mkdir(parents=True)
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match=re.escape(str(bad))):
+        read_jobs("results/benchmarks", {}, None, timing_rules={"train": TRAIN_TIMING})
+
+
+def test_report_counts_timed_jobs_and_shows_the_code_digests(fake, tmp_path):
+    stamp = datetime.now().isoformat().replace(":", "")
+    (fake["log_dir"] / f"{stamp}.snakemake.log").touch()
+    _touch(fake["benchmarks_dir"] / "alpha.tsv", time.time() + 1)
+    fake["benchmark_rules"] = {"alpha": "results/benchmarks/alpha.tsv"}
+    _timing(tmp_path / "results/models/lm/rope/seed0/timing.json", time.time() + 1)
+    _timing(tmp_path / "results/models/lm/alibi/seed0/timing.json", time.time() - 3600)
+    fake["timing_rules"] = {"train": TRAIN_TIMING}
+    fake["code_digests"] = {"train": "feedc0ffee12", "alpha": "abad1dea0042"}
+    context = context_of(fake)
+    html = " ".join(html_of(context, fake).split())
+    assert "It ran 2 of these 3 jobs; the other 1 were reused" in html
+    assert context["job_summary"]["total_seconds"] == 2.0 + 4.0 + 4.0  # mean of 1.5 and 2.5 s
+    assert "3 jobs, 10 s of compute" in html
+    assert "<code>train</code>: <code>feedc0ffee12</code>" in html
+    assert "<code>alpha</code>: <code>abad1dea0042</code>" in html
+    assert "task=lm, encoding=alibi, seed=0" in html
 
 
 def test_installed_packages_come_from_pip_freeze():

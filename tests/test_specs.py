@@ -113,9 +113,9 @@ def test_section_template_shows_declared_figures_and_tables(spec):
 def test_spec_rejects_inconsistent_declarations():
     check = (Check("x", value=True),)
     with pytest.raises(ValueError, match="must start with 'a.'"):
-        AnalysisSpec(id="a", title="A", claims=(Claim("b.c", "S.", checks=check),))
+        AnalysisSpec(id="a", title="A", claims=(Claim("b.c", "S.", checks=check, kind="software"),))
     with pytest.raises(ValueError, match="appears twice"):
-        AnalysisSpec(id="a", title="A", claims=(Claim("a.c", "S.", check),) * 2)
+        AnalysisSpec(id="a", title="A", claims=(Claim("a.c", "S.", check, kind="software"),) * 2)
     with pytest.raises(ValueError, match="names csv rows, not in csvs"):
         AnalysisSpec(id="a", title="A", tables={"t": Table("T", csv="rows")})
     AnalysisSpec(id="a", title="A", tables={"t": Table("T", csv="rows")}, csvs=("rows",))

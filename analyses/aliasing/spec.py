@@ -85,6 +85,7 @@ SPEC = AnalysisSpec(
             "In exact arithmetic, d = {d_model} sinusoidal encodings of L = {length} positions "
             "stay apart: no two positions come closer than neighbours do, for every base; the "
             "O(L·d) offset scan that shows it agrees with brute force over all pairs.",
+            kind="identity",
             checks=(
                 Check(
                     "far_to_adjacent",
@@ -109,6 +110,7 @@ SPEC = AnalysisSpec(
             "most of L = {length} positions share their encoding with another: a position "
             "stops being representable at 2^t + 1 (t = significand bits), and from there on "
             "positions merge.",
+            kind="software",
             checks=(
                 Check(
                     "collapse_distinct_fraction",
@@ -130,6 +132,7 @@ SPEC = AnalysisSpec(
             "A position above the largest float16 becomes inf when cast to float16 (from the "
             "first integer that rounds up to 2^16), so its angles are inf and its sin/cos NaN: "
             "every encoding from there on is NaN.",
+            kind="software",
             checks=(
                 Check(
                     "fp16_first_nonfinite",
@@ -156,6 +159,7 @@ SPEC = AnalysisSpec(
             "Angles p·ω_i computed in float32 err by up to eps·p·ω_i, so the angle error grows "
             "linearly with the position: the log-log slope of the largest error per octave "
             "is 1.",
+            kind="empirical",
             checks=(
                 Check(
                     "fp32_angle_slope",
@@ -179,6 +183,7 @@ SPEC = AnalysisSpec(
             "Computing positions and angles in float32 or float64 and casting only the final "
             "sin/cos to the low dtype keeps all L = {length} encodings distinct, finite and "
             "decodable; with float64 angles each value is the correctly rounded one.",
+            kind="software",
             checks=(
                 Check(
                     "careful_distinct_fraction",
@@ -207,6 +212,7 @@ SPEC = AnalysisSpec(
             "aliasing.learned_out_of_range",
             "A learned table of L_max = {learned_max_len} rows has no encoding for position "
             "L_max: the registry raises a clear error instead of wrapping around.",
+            kind="software",
             checks=(
                 Check(
                     "learned_raises",

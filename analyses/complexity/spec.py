@@ -63,6 +63,7 @@ SPEC = AnalysisSpec(
             "complexity.pe_linear",
             "Computing the positional table (sinusoidal formula, learned lookup) costs O(L·d): "
             "time grows linearly in L, and is negligible next to one attention layer.",
+            kind="empirical",
             checks=(
                 Check(
                     "table_slope",
@@ -84,6 +85,7 @@ SPEC = AnalysisSpec(
             "complexity.attention_quadratic",
             "One attention layer costs O(L²·d): its time grows quadratically in L once L is "
             "large enough for the scores to dominate the projections.",
+            kind="empirical",
             checks=(
                 Check(
                     "attention_fit_slope",

@@ -45,6 +45,7 @@ SPEC = AnalysisSpec(
             "its output, and after adding sinusoidal PE it does not: the largest difference "
             "stays within the seed's atol without PE and exceeds it with PE (the seed itself "
             "prints True, True).",
+            kind="software",
             checks=(
                 Check("seed.no_pe_max_abs", "<=", "seed_atol_equal", label="no PE max|diff|"),
                 Check("seed.pe_max_abs", ">", "seed_atol_broken", label="with PE max|diff|"),
@@ -55,6 +56,7 @@ SPEC = AnalysisSpec(
             "equivariance.no_pe_bidirectional",
             "Without positions, bidirectional attention (one layer and a stack) is "
             "permutation-equivariant: Attn(PX) = P Attn(X) up to rounding.",
+            kind="identity",
             checks=(
                 Check(
                     "no_pe_ulps",
@@ -71,6 +73,7 @@ SPEC = AnalysisSpec(
             "Every positional encoding breaks permutation equivariance of bidirectional "
             "attention, in every random model tried; each number is the least broken model's "
             "largest error over its permutations.",
+            kind="empirical",
             checks=(Check("pe_weakest", ">", "broken_min", label="weakest model's largest error"),),
             references=("seed_snippet", "seed_article"),
         ),
@@ -79,6 +82,7 @@ SPEC = AnalysisSpec(
             "A causal mask alone breaks permutation equivariance, with no positional encoding: "
             "a NoPE decoder can still tell positions apart; each number is the least broken "
             "model's largest error over its permutations.",
+            kind="empirical",
             checks=(
                 Check(
                     "causal_weakest",
@@ -93,6 +97,7 @@ SPEC = AnalysisSpec(
             "equivariance.relative_shift_invariance",
             "Shifting every position by the same constant leaves the output of relative "
             "schemes ({relative}) unchanged and changes that of absolute ones ({absolute}).",
+            kind="identity",
             checks=(
                 Check(
                     "relative_shift_ulps",

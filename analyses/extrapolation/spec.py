@@ -130,6 +130,7 @@ SPEC = AnalysisSpec(
             "the best one's ({parity_best}, {parity_best_bits} bits/char); in Press et al.'s "
             "Table 2 all encodings are about equal in distribution (20.05, 20.07, 19.65, 19.73 "
             "ppl).",
+            kind="empirical",
             checks=(
                 Check("behind_best", "<=", "parity_margin_bits", label="bits/char behind the best"),
             ),
@@ -141,6 +142,7 @@ SPEC = AnalysisSpec(
             "extrapolation.learned_undefined_beyond_lmax",
             "A learned table of L_max = L_train rows gives a loss at L_train and reports every "
             "longer length as undefined (no rows beyond L_max), not a crash and not a number.",
+            kind="software",
             checks=(
                 Check("defined_at_train.learned", value=True, label="learned defined at L_train"),
                 Check(
@@ -157,6 +159,7 @@ SPEC = AnalysisSpec(
             "Sinusoidal degrades beyond L_train: its bits/char on the same scored tokens "
             "(mode b) rise from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at "
             "30x).",
+            kind="empirical",
             checks=(
                 Check(
                     "far_change.sinusoidal",
@@ -173,6 +176,7 @@ SPEC = AnalysisSpec(
             "extrapolation.rope_degrades",
             "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) "
             "rise from 1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
+            kind="empirical",
             checks=(
                 Check("far_change.rope", ">=", "degrade_min_bits", label="rope bits/char increase"),
             ),
@@ -185,6 +189,7 @@ SPEC = AnalysisSpec(
             "ALiBi stays flat (or improves) beyond L_train: its bits/char on the same scored "
             "tokens (mode b) at {longest}x L_train are about those at 1x (Press et al.: 19.73 "
             "-> 18.31 ppl).",
+            kind="empirical",
             checks=(
                 Check(
                     "far_change.alibi",
@@ -201,6 +206,7 @@ SPEC = AnalysisSpec(
             "extrapolation.alibi_beats_sinusoidal_long",
             "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et "
             "al.: 18.31 vs 406 ppl).",
+            kind="empirical",
             checks=(
                 Check(
                     "far_lead.alibi.sinusoidal",
@@ -216,6 +222,7 @@ SPEC = AnalysisSpec(
         Claim(
             "extrapolation.ntk_helps_rope",
             "NTK-aware base scaling (no fine-tuning) lowers RoPE's loss (mode b) at 2x L_train.",
+            kind="empirical",
             checks=(
                 Check(
                     "extension_gain.rope.ntk",
@@ -234,6 +241,7 @@ SPEC = AnalysisSpec(
             "({passkey_best}) keeps its exact-match accuracy at {passkey_at}N (chance "
             "{passkey_chance}); Kazemnejad et al. find some encodings generalise, and NoPE "
             "competitive.",
+            kind="empirical",
             checks=(
                 Check(
                     "passkey_best_accuracy",
@@ -253,6 +261,7 @@ SPEC = AnalysisSpec(
             "No model memorised its training text: validation minus training bits/char at "
             "L_train (mode a) is small for every model (largest gap per encoding shown); "
             "extrapolation numbers mean something only if the model generalises.",
+            kind="empirical",
             checks=(
                 Check(
                     "worst_gap",

@@ -93,6 +93,7 @@ SPEC = AnalysisSpec(
             "Shifting a fixed sinusoidal table ({fixed_tables}) by k rotates each frequency "
             "pair by a 2×2 matrix R_i(k) that depends on k only: R(k) PE(p) = PE(p + k) for "
             "every p, k, d and base tried, up to rounding.",
+            kind="identity",
             checks=(
                 Check(
                     "identity_over_bound",
@@ -112,6 +113,7 @@ SPEC = AnalysisSpec(
             "up to rounding.",
             # Printed values are off by up to half a unit of their last decimal (the printed
             # rounding); the by-hand rotation multiplies four such inputs.
+            kind="identity",
             checks=(
                 Check(
                     "table_row",
@@ -152,6 +154,7 @@ SPEC = AnalysisSpec(
             "({relative_qk}) depend on the offset only: ⟨R(p)q, R(p')k⟩ equals the score at "
             "(p + s, p' + s) for every shift s, up to rounding that grows with the absolute "
             "position.",
+            kind="identity",
             checks=(
                 Check(
                     "shift_over_bound",
@@ -169,6 +172,7 @@ SPEC = AnalysisSpec(
             "For each offset k one linear map, fitted by least squares on PE(p) → PE(p + k) "
             "over some positions, is exact on held-out positions: a projection can learn "
             "relative offsets from fixed sinusoidal tables ({fixed_tables}).",
+            kind="identity",
             checks=(
                 Check(
                     "offset_map_over_bound",

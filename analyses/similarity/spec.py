@@ -103,6 +103,7 @@ SPEC = AnalysisSpec(
             "The cosine similarities of the sinusoidal encoding at the position pairs "
             "“Transformers · Positional encoding” prints agree with its printed values to the "
             "digits it prints.",
+            kind="software",
             checks=(
                 Check(
                     "seed_similarity",
@@ -121,6 +122,7 @@ SPEC = AnalysisSpec(
             "every d and base swept and for the kernels of the fixed encodings ({fixed}); each "
             "number is the first offset at which it does not fall (one past the end if it "
             "never rises), in half periods π/ω_max of the fastest wave.",
+            kind="empirical",
             checks=(
                 Check(
                     "monotone_reach",
@@ -136,6 +138,7 @@ SPEC = AnalysisSpec(
             "The kernel depends on the offset p − q only (not on p) for every encoding but a "
             "learned absolute table ({invariant}); each number is the spread of K(p, p+k) over "
             "p, largest over offsets k, for N positions.",
+            kind="identity",
             checks=(
                 Check(
                     "translation_spread",
@@ -153,6 +156,7 @@ SPEC = AnalysisSpec(
             "decays with the relative distance at every head width d: it is anti-correlated "
             "with the distance, and over the far half of the range it stays well below its "
             "value at distance 0.",
+            kind="empirical",
             checks=(
                 Check(
                     "decay_spearman",

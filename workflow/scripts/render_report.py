@@ -23,6 +23,8 @@ def main(snakemake):
         p.benchmark_rules,
         p.snakemake_logs,
         ignore_benchmarks=tuple(p.own_benchmarks),
+        timing_rules=p.timing_rules,
+        code_digests=p.code_digests,
     )
     write_json(out.claims, context["ledger"])
     copy_downloads(context, report_dir, out.claims)
