@@ -171,6 +171,32 @@ def test_a_table_not_timed_where_attention_was_fails():
     assert evaluate(SPEC.claims, evidence, CFG, "complexity")[0]["verdict"] == "fail"
 
 
+def test_ratios_at_every_length_with_gaps_where_untimed():
+    """Each encoding over attention at the same L; None where either was not timed there."""
+    rows = (
+        [
+            {"workload": cx.ATTENTION, "acts_on": "layer", "length": n, "median_s": t}
+            for n, t in ((1, 1.0), (16, 2.0), (32, 8.0))
+        ]
+        + [
+            {"workload": "table", "acts_on": "input", "length": n, "median_s": t}
+            for n, t in ((1, 0.5), (16, 0.5), (32, 1.0), (64, 2.0))
+        ]
+        + [
+            {"workload": "bias", "acts_on": "bias", "length": n, "median_s": t}
+            for n, t in ((1, 0.25), (16, 1.0))
+        ]
+    )
+    got = {(r["workload"], r["length"]): r for r in cx.ratios(rows, [16, 32, 64])}
+    assert len(got) == 6  # two encodings x three lengths, no attention row
+    assert got[("table", 16)]["ratio"] == 0.25 and got[("table", 32)]["ratio"] == 0.125
+    assert got[("table", 64)]["ratio"] is None  # attention not timed at 64
+    assert got[("table", 64)]["encoding_s"] == 2.0 and got[("table", 64)]["attention_s"] is None
+    assert got[("bias", 16)]["ratio"] == 0.5
+    assert got[("bias", 32)]["ratio"] is None and got[("bias", 32)]["encoding_s"] is None
+    assert got[("bias", 32)]["acts_on"] == "bias"
+
+
 def test_median_time_measures_a_known_sleep():
     timer, name = cx.clock(torch.device("cuda"))  # wall time: a sleep uses no CPU
     assert name == "wall time"
@@ -223,7 +249,11 @@ def test_tiny_measurement_has_every_workload_and_length():
 
 def test_compute_and_present_on_a_small_run(one_thread):
     m = cx.compute(context())
-    assert set(m.evidence["table_slope"]) == set(m.summary["tables"])
+    # Every table with a fit is in the evidence. Whether a cheap table's times rise above the
+    # per-call overhead on a loaded machine is timing, not logic: a table may lack a fit.
+    fitted = {f["workload"] for f in m.summary["fits"]}
+    assert set(m.evidence["table_slope"]) == fitted & set(m.summary["tables"])
+    assert m.evidence["table_slope"]
     assert m.evidence["attention_fit_slope"] is not None
     assert m.evidence["flop_model_slope"] == m.summary["expected_attention_slope"]
     assert m.summary["ratio_len"] == RUN_CFG["attention_max_len"]
@@ -233,6 +263,23 @@ def test_compute_and_present_on_a_small_run(one_thread):
     fig = present.figure_scaling(m, context())
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
     assert len(labels) == len({r["workload"] for r in m.rows["timings"]})
+    # The ratio table: every encoding timed, every configured L; a gap only where untimed.
+    columns, rows = present.table_ratios(m, context())
+    assert columns[2:] == [f"L = {n}" for n in RUN_CFG["lengths"]]
+    timed = {r["workload"] for r in m.rows["timings"]} - {cx.ATTENTION}
+    assert {r[0] for r in rows} == timed and len(rows) == len(timed)
+    times = {(r["workload"], r["length"]): r["median_s"] for r in m.rows["timings"]}
+    for row in rows:
+        for n, value in zip(RUN_CFG["lengths"], row[2:]):
+            if (row[0], n) in times and (cx.ATTENTION, n) in times:
+                assert value == times[(row[0], n)] / times[(cx.ATTENTION, n)]
+            else:
+                assert value is None
+    capped = [r for r in rows if r[0] in m.summary["quadratic"]]
+    assert capped and all(r[-1] is None for r in capped)  # beyond bias_max_len
+    # The claim's ratio is the table's last timed column.
+    for name, value in m.summary["pe_to_attention"].items():
+        assert m.summary["ratios"][name][m.summary["ratio_len"]] == value
 
 
 def test_claims_fail_on_a_real_run_when_they_cannot_hold(one_thread):
@@ -296,6 +343,9 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings, one_t
     assert table in m.evidence["table_to_attention"]
     _, rows = present.table_slopes(m, ctx)
     assert {table, bias} <= {r[0] for r in rows}
+    _, rows = present.table_ratios(m, ctx)
+    assert {table, bias} <= {r[0] for r in rows}
+    assert {table, bias} <= {r["workload"] for r in m.rows["ratios"]}
     fig = present.figure_scaling(m, ctx)
     labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert table in labels and bias in labels

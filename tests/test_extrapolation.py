@@ -52,6 +52,8 @@ PASSKEY = {
     "alibi": [1.0, 0.99, 0.97],
     "t5_bias": [1.0, 0.9, 0.7],
 }
+# The corpus reference points handed to the aggregate (compute() reads them off the corpus).
+BASELINES = {"uniform": 6.7, "unigram": 4.9, "bigram": 3.6}
 # What each context extension does to the loss past L_train: NTK helps at 2x; PI does not.
 EXTENSION_OFFSET = {"pi": 0.3, "ntk": -0.2}
 
@@ -131,6 +133,7 @@ def train_log(task, encoding, seed):
         "seed": seed,
         "device": "cpu",
         "n_params": 100,
+        "vocab_size": 5,
         "model_config": {"n_layers": 2, "d_model": 64, "n_heads": 4, "dropout": 0.0},
         "data": {"corpus": None, "val_fraction": 0.1, "characters": 1000},
         "final_train_loss_nats": 1.4,
@@ -156,7 +159,7 @@ def run(
         for seed in (0, 1):
             evals += [lm_record(enc, seed, curves, gap), passkey_record(enc, seed, passkey)]
             logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
-    m = compute.aggregate(evals, logs, smoke)
+    m = compute.aggregate(evals, logs, smoke, BASELINES)
     cfg = {"smoke_test": smoke, "thresholds": {**THRESHOLDS, **(thresholds or {})}}
     ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
     return m, {c["id"].split(".")[1]: c for c in ledger}
@@ -292,7 +295,12 @@ def test_tables_show_undefined_and_seed_spread():
     assert undefined
     for e in undefined:
         assert by_series[e][1:] == [f"{CURVES[e][0]:.3f} ± 0.000"] + ["undefined"] * 4
-    assert set(by_series) == {*ENCODINGS, *extension_series(ENCODINGS)}
+    assert set(by_series) == {*ENCODINGS, *extension_series(ENCODINGS), *BASELINES}
+    # The corpus reference points: one row each, the same number at every length.
+    for name, value in BASELINES.items():
+        assert by_series[name][1:] == [f"{value:.3f}"] * len(MULTIPLIERS)
+    _, all_rows = present.table_all(m, ctx)
+    assert [r[0] for r in all_rows[-3:]] == ["uniform", "unigram", "bigram"]
     _, gap_rows = present.table_gap(m, ctx)
     assert len(gap_rows) == 2 * len(ENCODINGS)
     _, passkey_rows = present.table_passkey(m, ctx)
@@ -309,6 +317,67 @@ def test_figures_render(tmp_path):
     for fid in SPEC.figures:
         save_figure(getattr(present, f"figure_{fid}")(m, ctx), tmp_path / f"{fid}.png")
         assert (tmp_path / f"{fid}.png").stat().st_size > 1000
+
+
+def test_bits_figure_draws_the_baselines_and_tells_extensions_apart():
+    m, _ = run()
+    fig = present.figure_bits_vs_length(m, ctx_for(m))
+    for ax in fig.axes:
+        texts = {t.get_text() for t in ax.texts}
+        assert texts == {f"{k} {v:.2f}" for k, v in BASELINES.items()}
+        lines = {line.get_label(): line for line in ax.get_lines()}
+        extended = [e for e in ENCODINGS if REGISTRY[e].extensions]
+        assert extended
+        for e in extended:
+            looks = {
+                (lines[s].get_linestyle(), lines[s].get_marker())
+                for s in [e, *sorted(extension_series([e]))]
+            }
+            # The plain model and each extension: same colour, each its own style and marker.
+            assert len(looks) == 1 + len(REGISTRY[e].extensions), e
+    passkey = present.figure_passkey_accuracy(m, ctx_for(m)).axes[0]
+    first_x = {line.get_xdata()[0] for line in passkey.get_lines() if line.get_label() in ENCODINGS}
+    assert len(first_x) == len(ENCODINGS)  # dodged: no two series share their points' x
+
+
+def test_ngram_baselines_by_hand():
+    """train a b a b, validation a c, V = 3 (c never in training).
+
+    unigram: p(a) = (2 + 1) / (4 + 3), p(c) = (0 + 1) / (4 + 3);
+    bigram: pairs ab, ba, ab; the first validation character follows the last training one, b:
+    p(a | b) = (1 + 1) / (1 + 3), p(c | a) = (0 + 1) / (2 + 3)."""
+    import math
+
+    a, b, c = 0, 1, 2
+    got = compute.ngram_baselines([a, b, a, b], [a, c], vocab_size=3)
+    assert got["uniform"] == pytest.approx(math.log2(3))
+    assert got["unigram"] == pytest.approx(-(math.log2(3 / 7) + math.log2(1 / 7)) / 2)
+    assert got["bigram"] == pytest.approx((1 + math.log2(5)) / 2)
+    # A model that learned nothing beats none of them; the bigram beats the unigram here.
+    assert got["bigram"] < got["unigram"] < got["uniform"] + 1
+
+
+def test_corpus_baselines_read_the_corpus_the_models_trained_on(tmp_path):
+    from posenc.data import load_corpus
+
+    text = tmp_path / "corpus.txt"
+    text.write_text("abcab" * 40 + "cba" * 10, encoding="utf-8")
+    corpus = load_corpus(str(text), 0.2)
+    data = {"corpus": str(text), "val_fraction": 0.2, "sha256": corpus.sha256}
+    got = compute.corpus_baselines(data)
+    expected = compute.ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), 3)
+    assert got == pytest.approx(expected)
+    with pytest.raises(ValueError, match="SHA-256"):
+        compute.corpus_baselines(dict(data, sha256="0" * 64))
+
+
+def test_limitations_numbers_are_in_the_summary():
+    m, _ = run()
+    s = m.summary
+    assert s["training_steps"] == {"lm": 3, "passkey": 3}
+    assert s["n_params"]["lm"] == {"min": 100, "max": 100}
+    assert s["corpus_characters"] == 1000 and s["model"]["d_model"] == 64
+    assert s["baselines"] == BASELINES
 
 
 class _Base500(Sinusoidal):
@@ -366,6 +435,9 @@ def test_inputs_list_every_model_of_the_config():
         "train_logs": n,
         "timings": n,
     }
+    assert "corpus" not in inputs  # pydoc_data.topics: no file
+    config["extrapolation"]["corpus"] = "data/text.txt"
+    assert SPEC.inputs(config)["corpus"] == ["data/text.txt"]
     first = config["encodings"][0]
     assert inputs["evaluations"][0] == f"results/extrapolation/eval/lm/{first}/seed0.json"
     assert inputs["timings"][-1].endswith("/timing.json")

@@ -181,8 +181,11 @@ SPEC = AnalysisSpec(
         Claim(
             "aliasing.careful_computation_fix",
             "Computing positions and angles in float32 or float64 and casting only the final "
-            "sin/cos to the low dtype keeps all L = {length} encodings distinct, finite and "
-            "decodable; with float64 angles each value is the correctly rounded one.",
+            "sin/cos to the low dtype keeps all L = {length} encodings of every such careful "
+            "variant distinct, finite and decodable; and for the variants with float64 angles "
+            "the largest absolute error of a stored value is at most careful_error_ulps "
+            "machine epsilons of the stored dtype (a bound on the error, not a test that each "
+            "value is the correctly rounded one).",
             kind="software",
             checks=(
                 Check(

@@ -194,6 +194,30 @@ def ratio_to_attention(rows: list[dict]) -> tuple[int | None, dict[str, float]]:
     return ratio_len, ratio
 
 
+def ratios(rows: list[dict], lengths: list[int]) -> list[dict]:
+    """Per encoding timed and per configured L, its median time over one attention layer's
+    median time at the same L: one tidy row each, with both times. A time is None where that
+    workload was not timed at that L (attention beyond ``attention_max_len``, a quadratic
+    encoding beyond ``bias_max_len``), and so is the ratio."""
+    times = {(r["workload"], r["length"]): r["median_s"] for r in rows}
+    acts_on = {r["workload"]: r["acts_on"] for r in rows}
+    out = []
+    for name in dict.fromkeys(r["workload"] for r in rows if r["workload"] != ATTENTION):
+        for length in lengths:
+            enc, att = times.get((name, length)), times.get((ATTENTION, length))
+            out.append(
+                {
+                    "workload": name,
+                    "acts_on": acts_on[name],
+                    "length": length,
+                    "encoding_s": enc,
+                    "attention_s": att,
+                    "ratio": enc / att if enc is not None and att is not None else None,
+                }
+            )
+    return out
+
+
 def evidence(
     fitted: list[dict], ratio: dict[str, float], tables: list[str], d_model: int
 ) -> dict[str, Any]:
@@ -216,14 +240,19 @@ def evidence(
 
 
 def compute(ctx: Context) -> Measurements:
-    """Every workload's timings, their fits, and the ratio of each encoding to attention."""
+    """Every workload's timings, their fits, and the ratio of each encoding to attention: at
+    the largest L attention was timed at (the claim's), and at every configured L."""
     cfg = ctx.cfg
     rows, tables, quadratic = measure(cfg, ctx.encodings, ctx.encoding, ctx.seed, ctx.device)
     fitted = fits(rows, cfg)
     ratio_len, ratio = ratio_to_attention(rows)
+    ratio_rows = ratios(rows, cfg["lengths"])
+    by_length: dict[str, dict[int, float | None]] = {}
+    for r in ratio_rows:
+        by_length.setdefault(r["workload"], {})[r["length"]] = r["ratio"]
     att_fit = next((f for f in fitted if f["workload"] == ATTENTION), None)
     return Measurements(
-        rows={"timings": rows},
+        rows={"timings": rows, "ratios": ratio_rows},
         evidence=evidence(fitted, ratio, tables, cfg["d_model"]),
         summary={
             "threads": torch.get_num_threads(),
@@ -244,6 +273,9 @@ def compute(ctx: Context) -> Measurements:
             "quadratic": quadratic,
             "ratio_len": ratio_len,
             "pe_to_attention": ratio,
+            # Every encoding's time over attention's at every configured L (None: not timed).
+            "ratio_lengths": list(cfg["lengths"]),
+            "ratios": by_length,
             "fits": fitted,
         },
     )

@@ -74,3 +74,16 @@ def table_slopes(m: Measurements, ctx: Context):
         for f in m.summary["fits"]
     ]
     return columns, rows
+
+
+def table_ratios(m: Measurements, ctx: Context):
+    """One row per encoding timed, one column per L: its time over attention's (None, shown
+    as "—", where either was not timed at that L)."""
+    lengths = m.summary["ratio_lengths"]
+    acts_on = {r["workload"]: r["acts_on"] for r in m.rows["ratios"]}
+    columns = ["encoding", "acts on", *(f"L = {n}" for n in lengths)]
+    rows = [
+        [name, acts_on[name], *(by_length.get(n) for n in lengths)]
+        for name, by_length in m.summary["ratios"].items()
+    ]
+    return columns, rows

@@ -39,7 +39,7 @@ def check_lengths(config: dict) -> list[str]:
 SPEC = AnalysisSpec(
     id="complexity",
     title="Cost against length",
-    csvs=("timings",),
+    csvs=("timings", "ratios"),
     figures={
         "scaling": Figure(
             "Median time per call against L (torch.utils.benchmark, {warmup} warm-up calls, "
@@ -56,6 +56,14 @@ SPEC = AnalysisSpec(
             "and over every length, the median time at the end of the fit range, and the ratio "
             "to one attention layer at L = {ratio_len}.",
             csv="timings",
+        ),
+        "ratios": Table(
+            "Each encoding's median time over one attention layer's median time at the same L, "
+            "at every length timed. —: not timed at that L, because attention is timed only "
+            "up to L = {attention_max_len} and an encoding whose work is quadratic in L (a "
+            "score bias, an (H, L, L) tensor) only up to L = {bias_max_len}. An encoding that "
+            "does no work is not timed and has no row.",
+            csv="ratios",
         ),
     },
     claims=(

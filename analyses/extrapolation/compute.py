@@ -14,7 +14,8 @@ says of them (their context extensions, ``EncodingSpec.extensions``), never by n
 """
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from posenc.analysis import Context, Measurements
@@ -326,6 +327,47 @@ def series_of(lm: dict, encodings: list[str], multipliers: list[int]) -> list[di
     ]
 
 
+def ngram_baselines(train: Sequence[int], val: Sequence[int], vocab_size: int) -> dict[str, float]:
+    """Reference bits/char of the validation text: what a model with no context (uniform), or
+    one that counts single characters (unigram) or pairs (bigram) of the TRAINING text, scores.
+
+    * uniform: log2 V, every one of the V characters equally likely;
+    * unigram: p(c) = (n(c) + 1) / (N + V), n(c) the count of c among the N training characters;
+    * bigram:  p(b | a) = (n(a b) + 1) / (n(a ·) + V), n(a ·) the number of training pairs that
+      start with a;
+
+    both with add-one (Laplace) smoothing, so a character or pair unseen in training still has
+    a probability (Jurafsky & Martin, Speech and Language Processing, ch. 3). Each is the mean
+    of -log2 p over every validation character; the first one's bigram context is the last
+    training character, which precedes it in the (contiguous) text.
+    """
+    if not train or not val:
+        raise ValueError("ngram_baselines needs a non-empty training and validation text")
+    unigram, pairs = Counter(train), Counter(zip(train[:-1], train[1:]))
+    starts = Counter(train[:-1])
+    n, v = len(train), vocab_size
+    uni = -sum(math.log2((unigram[c] + 1) / (n + v)) for c in val) / len(val)
+    contexts = [train[-1], *val[:-1]]
+    bi = -sum(
+        math.log2((pairs[(a, b)] + 1) / (starts[a] + v)) for a, b in zip(contexts, val)
+    ) / len(val)
+    return {"uniform": math.log2(v), "unigram": uni, "bigram": bi}
+
+
+def corpus_baselines(data: dict) -> dict[str, float]:
+    """:func:`ngram_baselines` of the corpus a training log describes (``data``: its path or
+    None, validation fraction and SHA-256), split as the models' training split it."""
+    from posenc.data import load_corpus
+
+    corpus = load_corpus(data["corpus"], data["val_fraction"])
+    if corpus.sha256 != data["sha256"]:
+        raise ValueError(
+            f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the models "
+            "trained on (SHA-256 mismatch): its baselines would describe another text"
+        )
+    return ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), corpus.vocab_size)
+
+
 def compute(ctx: Context) -> Measurements:
     """Tables, summaries and evidence from every model's evaluation and training log."""
     evals = [read_json(f) for f in ctx.inputs["evaluations"]]
@@ -334,11 +376,19 @@ def compute(ctx: Context) -> Measurements:
     for t in train_logs:
         t["log"].update(timings[t["log"]["label"]])
     ctx.log.info("%d evaluations, %d training logs", len(evals), len(train_logs))
-    return aggregate(evals, train_logs, ctx.cfg["smoke_test"])
+    lm_logs = [t for t in train_logs if t["task"] == "lm"]
+    baselines = corpus_baselines(lm_logs[0]["data"]) if lm_logs else None
+    return aggregate(evals, train_logs, ctx.cfg["smoke_test"], baselines)
 
 
-def aggregate(evals: list[dict], train_logs: list[dict], smoke_test: bool) -> Measurements:
-    """The measurements from evaluation records and training logs (timings merged in)."""
+def aggregate(
+    evals: list[dict],
+    train_logs: list[dict],
+    smoke_test: bool,
+    baselines: dict[str, float] | None = None,
+) -> Measurements:
+    """The measurements from evaluation records and training logs (timings merged in);
+    ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`)."""
     lm_rows, passkey_rows = lm_table(evals), passkey_table(evals)
     lm, passkey = summarise_lm(lm_rows), summarise_passkey(passkey_rows)
     lm_evals = [e for e in evals if e["task"] == "lm"]
@@ -355,6 +405,17 @@ def aggregate(evals: list[dict], train_logs: list[dict], smoke_test: bool) -> Me
         "model": lm_log["model_config"],
         "corpus_name": corpus["corpus"] or "pydoc_data.topics",
         "corpus_characters": corpus["characters"],
+        "vocab_size": lm_log.get("vocab_size"),
+        # Reference bits/char of the validation text: uniform, unigram, bigram.
+        "baselines": baselines or {},
+        # What the limitations paragraph names: the training steps and parameter count of
+        # each task's models (every seed and encoding of a task trains as long).
+        "training_steps": {t["task"]: t["log"]["steps"] for t in train_logs},
+        "n_params": {
+            task: {"min": min(counts), "max": max(counts)}
+            for task in sorted({t["task"] for t in train_logs})
+            for counts in [[t["n_params"] for t in train_logs if t["task"] == task]]
+        },
         "train_fraction_percent": round(100 * (1 - corpus["val_fraction"]), 1),
         "segment": lm_evals[0]["settings"]["segment"],
         "segment_windows": lm_evals[0]["settings"]["segment_windows"],

@@ -1,14 +1,22 @@
 """Extrapolation figures and tables: one function per figure and per table of the spec. Every
 encoding's colour and marker come from posenc.plotting.style, so any registered encoding has
-one; a context extension's curve takes its encoding's colour and a dashed or dotted line."""
+one; a context extension's curve takes its encoding's colour, a dashed or dotted line and a
+hollow marker of its own, so the plain model and its extensions stay apart in one colour."""
 
 from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.plotting import style
 
-# The plain model solid; its first, second, ... context extension dashed, dotted, ...
+# The plain model solid with its encoding's filled marker; its first, second, ... context
+# extension dashed, dotted, ... with a hollow marker of its own (same colour as the plain one).
 LINESTYLES = ("-", "--", ":", "-.")
+EXTENSION_MARKERS = ("X", "*", "h")
+# The corpus reference points, in the order drawn and tabulated.
+BASELINES = ("uniform", "unigram", "bigram")
+# Passkey: each encoding's points are shifted sideways by this fraction of an octave times its
+# place among the encodings (centred), so equal accuracies (all at 1.0, say) stay visible.
+PASSKEY_DODGE_OCTAVES = 0.035
 TITLES = {"all": "(a) every token of each window", "segment": "(b) same final segment"}
 TASKS = {
     "lm": ("character LM", "training loss (bits/char)"),
@@ -41,7 +49,9 @@ def _passkey(m: Measurements) -> dict[tuple, dict | None]:
     }
 
 
-def _mean_and_spread(ax, points, color, label, marker, linestyle, size) -> None:
+def _mean_and_spread(
+    ax, points, color, label, marker, linestyle, size, hollow=True, lw=1.5
+) -> None:
     """One series over seeds: the mean as a line, the min-max spread as a band.
     ``points`` are (x, {"mean", "min", "max"}) pairs."""
     xs = [x for x, _ in points]
@@ -51,7 +61,9 @@ def _mean_and_spread(ax, points, color, label, marker, linestyle, size) -> None:
         linestyle,
         marker=marker,
         ms=size,
-        mfc="none",
+        mfc="none" if hollow else color,
+        mew=1.2,
+        lw=lw,
         color=color,
         label=label,
     )
@@ -63,6 +75,38 @@ def _mean_and_spread(ax, points, color, label, marker, linestyle, size) -> None:
         alpha=0.15,
         lw=0,
     )
+
+
+def _series_look(series: dict) -> dict:
+    """Colour, marker, fill and line style of one curve of the bits/char figure: the plain
+    model's filled marker and solid line; an extension's own hollow marker and line style."""
+    look, variant = style(series["name"]), series["variant"]
+    return {
+        "color": look["color"],
+        "marker": look["marker"]
+        if variant == 0
+        else EXTENSION_MARKERS[(variant - 1) % len(EXTENSION_MARKERS)],
+        "hollow": variant > 0,
+        "linestyle": LINESTYLES[variant % len(LINESTYLES)],
+    }
+
+
+def _baseline_lines(ax, baselines: dict[str, float], label_x: float) -> None:
+    """The corpus reference points as labelled horizontal grey lines."""
+    for i, name in enumerate(b for b in BASELINES if b in baselines):
+        value = baselines[name]
+        ax.axhline(value, color="0.55", lw=0.9, ls=(0, (1 + i, 2)), zorder=0)
+        ax.annotate(
+            f"{name} {value:.2f}",
+            (label_x, value),
+            xycoords=("axes fraction", "data"),
+            xytext=(0, 2),
+            textcoords="offset points",
+            ha="right" if label_x > 0.5 else "left",
+            va="bottom",
+            fontsize=7,
+            color="0.35",
+        )
 
 
 def _length_axis(ax, lengths: list[int]) -> None:
@@ -94,17 +138,28 @@ def figure_bits_vs_length(m: Measurements, ctx: Context):
             if not points:
                 continue
             label = name + (" (undefined > L_max)" if series["undefined_beyond_train"] else "")
-            look = style(name)
-            linestyle = LINESTYLES[series["variant"] % len(LINESTYLES)]
-            _mean_and_spread(ax, points, look["color"], label, look["marker"], linestyle, 4)
+            look = _series_look(series)
+            _mean_and_spread(
+                ax,
+                points,
+                look["color"],
+                label,
+                look["marker"],
+                look["linestyle"],
+                6 if look["hollow"] else 4,
+                hollow=look["hollow"],
+            )
+        _baseline_lines(ax, s.get("baselines", {}), 0.99)
         ax.axvline(train_len, color="0.6", lw=0.8, ls="--")
         _length_axis(ax, [k * train_len for k in s["multipliers"]])
         ax.set_xlabel("evaluation length L (tokens)")
         ax.set_title(TITLES[mode], fontsize=10)
     axes[0].set_ylabel("validation loss (bits/char)")
     handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    ncol = min(len(labels), 6)
+    rows = -(-len(labels) // ncol)
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, 0.045 * rows + 0.02, 1, 1))
     return fig
 
 
@@ -115,16 +170,18 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
     passkey, s = _passkey(m), m.summary
     fig, ax = plt.subplots(figsize=(6, 4))
     n_train = s["passkey_train_len"]
-    for enc in s["encodings"]:
+    n = len(s["encodings"])
+    for i, enc in enumerate(s["encodings"]):
+        shift = 2 ** (PASSKEY_DODGE_OCTAVES * (i - (n - 1) / 2))
         points = [
-            (k * n_train, passkey[(enc, k)])
+            (k * n_train * shift, passkey[(enc, k)])
             for k in s["passkey_multipliers"]
             if passkey.get((enc, k))
         ]
         if not points:
             continue
         look = style(enc)
-        _mean_and_spread(ax, points, look["color"], enc, look["marker"], "-", 5)
+        _mean_and_spread(ax, points, look["color"], enc, look["marker"], "-", 6, lw=1.0)
     ax.axhline(m.evidence["passkey_chance"], color="0.5", lw=0.8, ls=":", label="chance")
     ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
     _length_axis(ax, [k * n_train for k in s["passkey_multipliers"]])
@@ -155,6 +212,8 @@ def figure_training_curves(m: Measurements, ctx: Context):
                 lw=1.2,
                 label=enc,
             )
+        if task == "lm":  # bits/char: the corpus reference points apply
+            _baseline_lines(ax, m.summary.get("baselines", {}), 0.99)
         title, ylabel = TASKS.get(task, (task, "training loss"))
         ax.set_title(title, fontsize=10)
         ax.set_xlabel("step")
@@ -171,6 +230,13 @@ def _bits_table(m: Measurements, mode: str):
     rows = [
         [series["name"], *[cell(lm.get((series["name"], mode, k))) for k in s["multipliers"]]]
         for series in s["series"]
+    ]
+    # The corpus reference points: one number per row, the same at every length.
+    baselines = s.get("baselines", {})
+    rows += [
+        [name, *[f"{baselines[name]:.3f}"] * len(s["multipliers"])]
+        for name in BASELINES
+        if name in baselines
     ]
     return columns, rows
 
