@@ -123,17 +123,20 @@ def placeholders_named(template: str) -> str:
     return FIELD.sub(lambda m: f"*{m.group(1)}*", template)
 
 
+def load_spec(path: str | Path) -> AnalysisSpec:
+    """The ``SPEC`` of one ``analyses/<id>/spec.py``, imported by file path: no package
+    import, nothing heavy."""
+    path = Path(path)
+    module_spec = importlib.util.spec_from_file_location(f"posenc_spec_{path.parent.name}", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    spec = module.SPEC
+    if spec.id != path.parent.name:
+        raise ValueError(f"{path}: SPEC.id is {spec.id!r}, its folder {path.parent.name!r}")
+    return spec
+
+
 def discover(root: str | Path) -> dict[str, AnalysisSpec]:
-    """Every ``analyses/<id>/spec.py`` under ``root``, by id (imported by file path: no
-    package import, nothing heavy)."""
-    specs = {}
-    for path in sorted(Path(root, "analyses").glob("*/spec.py")):
-        name = f"posenc_spec_{path.parent.name}"
-        module_spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(module_spec)
-        module_spec.loader.exec_module(module)
-        spec = module.SPEC
-        if spec.id != path.parent.name:
-            raise ValueError(f"{path}: SPEC.id is {spec.id!r}, its folder {path.parent.name!r}")
-        specs[spec.id] = spec
-    return specs
+    """Every ``analyses/<id>/spec.py`` under ``root``, by id."""
+    specs = [load_spec(p) for p in sorted(Path(root, "analyses").glob("*/spec.py"))]
+    return {spec.id: spec for spec in specs}

@@ -4,15 +4,13 @@ The schema (``config/schema.yaml`` for the shared keys and each analysis' own
 ``analyses/<id>/schema.yaml``, assembled by :func:`workflow_schema`) sets
 ``additionalProperties: false`` everywhere, so a misspelt key is an error rather than a
 silently ignored setting. What a JSON schema cannot say (an evaluation length below the
-training length, say) is checked by :data:`SEMANTIC_CHECKS` and by each analysis' spec
-(``AnalysisSpec.checks``).
+training length, say) is checked by each analysis' spec (``AnalysisSpec.checks``).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -82,12 +80,12 @@ def _describe(error) -> str:
 
 def validate_config(config: dict, schema: dict, checks=()) -> dict:
     """Raise :class:`ConfigError` listing every schema and semantic violation (the shared
-    :data:`SEMANTIC_CHECKS` and each analysis' own ``checks``)."""
+    each analysis' own ``checks``)."""
     validator = _validator(schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: list(map(str, e.absolute_path)))
     problems = [_describe(e) for e in errors]
     if not problems:
-        for check in [*SEMANTIC_CHECKS, *checks]:
+        for check in checks:
             problems += check(config)
     if problems:
         raise ConfigError("invalid config:\n  " + "\n  ".join(problems))
@@ -98,25 +96,3 @@ def config_hash(config: dict) -> str:
     """A short, stable hash of the config (key order does not matter)."""
     blob = json.dumps(config, sort_keys=True, default=str).encode()
     return hashlib.sha256(blob).hexdigest()[:12]
-
-
-# ----------------------------------------------------------------------------- semantic checks
-# Each takes the whole config and returns a list of problems, each naming its key.
-
-
-def _check_encodings_fit(config: dict) -> list[str]:
-    problems = []
-    for section in ("equivariance",):
-        cfg = config.get(section, {})
-        d, h = cfg.get("d_model"), cfg.get("n_heads")
-        if d and h and d % h:
-            problems.append(f"config key {section}.d_model = {d}: not divisible by n_heads = {h}")
-        elif d and h and (d // h) % 2:
-            problems.append(
-                f"config key {section}.d_model = {d}: head width d_model/n_heads = {d // h} "
-                "must be even for RoPE"
-            )
-    return problems
-
-
-SEMANTIC_CHECKS: list[Callable[[dict], list[str]]] = [_check_encodings_fit]

@@ -44,13 +44,3 @@ class Timer:
 
     def __exit__(self, *exc):
         self.seconds = time.perf_counter() - self.start
-
-
-def write_section(output: Any, metrics: dict, claims: list[dict], log: logging.Logger) -> None:
-    """Every analysis ends alike: its metrics.json and claims.json (the contract in
-    CONTRIBUTING.md), written atomically, and the verdicts in its log."""
-    from posenc.io import write_json
-
-    write_json(output.metrics, metrics)
-    write_json(output.claims, claims)
-    log.info("claims: %s", {c["id"]: c["verdict"] for c in claims})

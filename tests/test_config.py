@@ -105,6 +105,8 @@ BAD = [
     ({"name": 3}, "name", "not of type 'string'"),
     ({"equivariance": {"d_model": 33}}, "equivariance.d_model", "33"),
     ({"equivariance": {"d_modle": 16}}, "equivariance.d_modle", "unknown config key"),
+    ({"equivariance": {"d_model": 18, "n_heads": 4}}, "equivariance.d_model", "not divisible"),
+    ({"equivariance": {"d_model": 12, "n_heads": 4}}, "equivariance.d_model", "must be even"),
     ({"plugins": ["a.py", "a.py"]}, "plugins", "non-unique"),
     ({"equivariance": {"d_model": 0}}, "equivariance.d_model", "0"),
     ({"similarity": {"dims": [16, 63]}}, "similarity.dims.1", "multiple of 2"),

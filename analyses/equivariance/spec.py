@@ -4,6 +4,21 @@ encodings. Torch-free: read by the workflow at parse time."""
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
+
+def check_heads(config: dict) -> list[str]:
+    """Heads split the width evenly, into an even head width (RoPE rotates pairs)."""
+    cfg = config.get("equivariance", {})
+    d, h = cfg.get("d_model"), cfg.get("n_heads")
+    if d and h and d % h:
+        return [f"config key equivariance.d_model = {d}: not divisible by n_heads = {h}"]
+    if d and h and (d // h) % 2:
+        return [
+            f"config key equivariance.d_model = {d}: head width d_model/n_heads = {d // h} "
+            "must be even for RoPE"
+        ]
+    return []
+
+
 SPEC = AnalysisSpec(
     id="equivariance",
     title="Permutation equivariance, and what breaks it",
@@ -117,4 +132,5 @@ SPEC = AnalysisSpec(
     ),
     references=("haviv2022", "higham2002"),
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
+    checks=(check_heads,),
 )

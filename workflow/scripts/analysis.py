@@ -7,10 +7,11 @@ spec has timed figures or tables, and claims.json, all written atomically.
 
 import importlib
 import sys
+from pathlib import Path
 from typing import Any
 
 from posenc import plugins
-from posenc.analysis import AnalysisSpec, Context, Measurements, discover, fill
+from posenc.analysis import AnalysisSpec, Context, Measurements, fill, load_spec
 from posenc.claims import evaluate
 from posenc.device import device_name, resolve_device
 from posenc.io import save_figure, write_csv, write_json
@@ -65,7 +66,7 @@ def main(snakemake) -> None:
     matplotlib.use("Agg")  # files only, never a window
     p, out = snakemake.params, snakemake.output
     plugins.load(p.plugins, p.root)
-    spec = discover(p.root)[p.analysis]
+    spec = load_spec(Path(p.root, "analyses", p.analysis, "spec.py"))  # its own spec only
     log = setup(snakemake, p.analysis)
     device = resolve_device(p.config.get("device", "cpu"))
     log.info("device %s", device)
