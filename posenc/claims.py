@@ -14,6 +14,10 @@ Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a
 ``reason`` says why a claim is n/a (generated, never hand-written). ``kind`` is one of
 :data:`KINDS`, so the report can count identities, software checks and empirical claims apart.
 The report merges them.
+
+Evidence may be an interval ``{"estimate", "low", "high"}`` (see :func:`interval`): a check on
+it passes only when the whole interval does, i.e. both bounds, so a verdict never rests on a
+point estimate whose interval straddles the threshold.
 """
 
 from __future__ import annotations
@@ -43,6 +47,29 @@ COMPARISONS = {
     "within": (lambda x, t: abs(x) <= t, "within ±"),
     "outside": (lambda x, t: abs(x) > t, "beyond ±"),
 }
+
+
+INTERVAL_KEYS = frozenset({"estimate", "low", "high"})
+
+
+def interval(estimate: float, low: float, high: float) -> dict[str, float]:
+    """Interval evidence: a point estimate and the bounds of its confidence interval."""
+    return {"estimate": estimate, "low": low, "high": high}
+
+
+def is_interval(value: Any) -> bool:
+    return isinstance(value, Mapping) and set(value) == INTERVAL_KEYS
+
+
+def has_interval(value: Any) -> bool:
+    """Whether ``value`` is, or holds (in a mapping or list), interval evidence."""
+    if is_interval(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(has_interval(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(has_interval(v) for v in value)
+    return False
 
 
 class ClaimError(ValueError):
@@ -158,7 +185,10 @@ def _number(x: Any) -> bool:
 
 
 def _minus(value: Any, reference: Any) -> Any:
-    """value − reference, element by element (lists by position, mappings by key)."""
+    """value − reference, element by element (lists by position, mappings by key; an
+    interval's estimate and bounds alike)."""
+    if is_interval(value):
+        return {k: _minus(v, reference) for k, v in value.items()}
     if isinstance(value, Mapping):
         return {
             k: _minus(v, reference[k] if isinstance(reference, Mapping) else reference)
@@ -175,6 +205,8 @@ def _minus(value: Any, reference: Any) -> Any:
 
 
 def _passes(check: Check, value: Any, threshold: Any) -> bool:
+    if is_interval(value):  # the whole interval: both bounds (the estimate lies between)
+        return _passes(check, value["low"], threshold) and _passes(check, value["high"], threshold)
     if isinstance(value, Mapping):
         return all(_passes(check, v, threshold) for v in value.values())
     if isinstance(value, (list, tuple)) and check.op != "is":
@@ -211,7 +243,7 @@ def expected(
 ) -> str:
     """The expected text of one check, from the same threshold that decides it."""
     evidence = evidence or {}
-    many = isinstance(value, (Mapping, list, tuple)) and len(value) > 1
+    many = isinstance(value, (Mapping, list, tuple)) and len(value) > 1 and not is_interval(value)
     each = " for each" if many else ""
     if check.op == "is":
         return f"{check.name}: {'yes' if check.value else 'no'}{each}"
@@ -223,6 +255,8 @@ def expected(
         scale = check.scale.replace("_", " ")
         bound += f" × {scale}" + ("" if total is MISSING else f" = {_text(total)}")
     text = f"{check.name}{each} {symbol}{sep}{bound}"
+    if has_interval(value):
+        text += " (the whole interval)"
     if check.of is not None:
         reference = _reference(check, evidence, thresholds)
         shown = "" if reference is MISSING else f" {_text(reference)}"

@@ -39,7 +39,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoes
 from markupsafe import Markup, escape
 
 from posenc import references
-from posenc.claims import KINDS, VERDICTS, check_ledger
+from posenc.claims import KINDS, VERDICTS, check_ledger, is_interval
 from posenc.config import config_hash
 from posenc.io import atomic_path, read_json
 
@@ -83,6 +83,8 @@ def fmt_number(x: Any, digits: int = 4) -> str:
 
 
 def fmt_measured(x: Any) -> str:
+    if is_interval(x):  # the estimate, then its confidence interval
+        return f"{fmt_number(x['estimate'])} [{fmt_number(x['low'])}, {fmt_number(x['high'])}]"
     if isinstance(x, dict):
         return "; ".join(f"{k}: {fmt_measured(v)}" for k, v in x.items())
     if isinstance(x, (list, tuple)):

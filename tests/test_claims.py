@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from posenc.claims import KINDS, Check, Claim, ClaimError, check_ledger, evaluate
+from posenc.claims import KINDS, Check, Claim, ClaimError, check_ledger, evaluate, interval
 
 
 def verdict_of(check, evidence, thresholds=None, **cfg):
@@ -314,3 +314,54 @@ def test_of_may_name_a_centre_set_in_the_config():
     assert c["expected"] == "slope within ±0.2 of the centre 1"
     [c] = evaluate([claim], {"slope": 1.3}, cfg, "a")
     assert c["verdict"] == "fail"
+
+
+# Interval evidence: a verdict rests on the whole interval, never on its point estimate alone.
+def _interval_claim(op="<=", threshold="margin"):
+    return Claim(
+        "a.flat",
+        "flat",
+        kind="empirical",
+        checks=(Check("change", op, threshold, label="change"),),
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "estimate", "high", "op", "verdict"),
+    [
+        (-0.02, 0.01, 0.04, "within", "pass"),  # the whole interval inside +-0.05
+        (-0.02, 0.01, 0.09, "within", "fail"),  # estimate inside, upper bound outside
+        (0.31, 0.4, 0.5, ">=", "pass"),
+        (0.2, 0.4, 0.5, ">=", "fail"),  # estimate above 0.3, lower bound below
+        (-0.1, 0.0, 0.04, "<=", "pass"),
+        (-0.1, 0.0, 0.06, "<=", "fail"),
+    ],
+)
+def test_interval_evidence_is_judged_by_its_bounds(low, estimate, high, op, verdict):
+    threshold = 0.3 if op == ">=" else 0.05
+    ledger = evaluate(
+        [_interval_claim(op)],
+        {"change": interval(estimate, low, high)},
+        {"thresholds": {"margin": threshold}},
+        "a",
+    )
+    assert ledger[0]["verdict"] == verdict
+    assert ledger[0]["measured"] == {"estimate": estimate, "low": low, "high": high}
+    assert "(the whole interval)" in ledger[0]["expected"]
+    assert "for each" not in ledger[0]["expected"]
+
+
+def test_a_mapping_of_intervals_passes_only_when_every_interval_does():
+    evidence = {"change": {"x": interval(0.0, -0.01, 0.01), "y": interval(0.0, -0.01, 0.2)}}
+    ledger = evaluate([_interval_claim("within")], evidence, {"thresholds": {"margin": 0.05}}, "a")
+    assert ledger[0]["verdict"] == "fail"
+    evidence["change"]["y"] = interval(0.0, -0.04, 0.04)
+    ledger = evaluate([_interval_claim("within")], evidence, {"thresholds": {"margin": 0.05}}, "a")
+    assert ledger[0]["verdict"] == "pass"
+    assert "for each" in ledger[0]["expected"]
+
+
+def test_the_report_writes_an_interval_as_estimate_and_bounds():
+    from posenc.report import fmt_measured
+
+    assert fmt_measured(interval(0.5, 0.25, 0.75)) == "0.5 [0.25, 0.75]"
