@@ -242,3 +242,36 @@ def test_shipped_section_is_valid_and_bad_values_are_rejected():
         {**cfg, "shifts": [0]},
     ):
         assert list(validator.iter_errors(bad)), bad
+
+
+def test_figure_bars_leave_out_the_reversal_and_mark_it_apart():
+    """A bias symmetric in |i - j| is unchanged by the reversal (error ~1e-16) while the random
+    permutations break it: the bar must span the random permutations only, the reversal its own
+    cross; rows without a permutation (the shifts) are all barred."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analyses.equivariance import present
+
+    common = {"encoding": "e", "dtype": "float64", "n_layers": 1}
+    rows = [
+        {**common, "permutation": "random 0", "relative_error": 0.1},
+        {**common, "permutation": "random 1", "relative_error": 0.2},
+        {**common, "permutation": "reversal", "relative_error": 1e-16},
+    ]
+    fig, ax = plt.subplots()
+    present._error_panel(ax, rows, ["e"], ["float64"], [1], floor=1e-20)
+    bars = [line for line in ax.lines if len(line.get_ydata()) == 2]
+    assert [list(b.get_ydata()) for b in bars] == [[0.1, 0.2]]
+    crosses = [line for line in ax.lines if line.get_marker() == "x"]
+    assert [list(c.get_ydata()) for c in crosses] == [[1e-16]]
+    plt.close(fig)
+
+    shifts = [{**common, "shift": c, "relative_error": e} for c, e in ((3, 1e-3), (40, 1e-2))]
+    fig, ax = plt.subplots()
+    present._error_panel(ax, shifts, ["e"], ["float64"], [1], floor=1e-20)
+    assert [list(b.get_ydata()) for b in ax.lines if len(b.get_ydata()) == 2] == [[1e-3, 1e-2]]
+    assert not [line for line in ax.lines if line.get_marker() == "x"]
+    plt.close(fig)

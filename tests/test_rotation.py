@@ -19,8 +19,11 @@ from analyses.rotation.compute import (
     identity_errors,
     linear_offset_maps,
     params,
+    past_exact_integers,
     qk_scores,
     resolution_span,
+    rotation_pairs,
+    score_shifts,
     select,
     table_frequencies,
 )
@@ -54,7 +57,8 @@ rope: {head_dim: 8, n_vectors: 3, n_pairs: 3, window: 8, max_log2_shift: 10,
        naive_dtypes: [bfloat16]}
 linear_map: {offsets: [1, 3], n_train: 32, n_test: 16, train_span: 1.0, short_span: 0.0625,
              learned_len: 128}
-thresholds: {identity_ulps: 4, rope_ulps: 2, linear_map_ulps: 4, max_over_bound: 1.0}
+thresholds: {identity_ulps: 4, rope_ulps: 8, rope_angle_ulps: 1.0, linear_map_ulps: 4,
+             max_over_bound: 1.0}
 """
 )
 ENCODING = {"base": 10000, "rope_base": 10000, "t5_num_buckets": 32, "t5_max_distance": 128}
@@ -319,17 +323,109 @@ def test_tiny_run_passes_every_claim():
     trace = measured["rotation.hand_trace"]
     assert sum(isinstance(v, list) and len(v) == 4 for v in trace.values()) == 3
     assert "identity max error" in measured["rotation.sinusoidal_identity"]
-    assert "naive angle deviation" in measured["rotation.rope_relative_only"]
+    assert "shift max deviation" in measured["rotation.rope_relative_only"]
+    naive_claim = measured["rotation.rope_naive_bf16_breaks_relative"]
+    assert {"naive largest over bound", "naive angle deviation"} <= set(naive_claim)
+    statement = next(x["statement"] for x in ledger if x["id"] == NAIVE)
+    assert "(bfloat16)" in statement and "bfloat16: 256" in statement
     assert {"offset map max error", "offset map max w error", "learned min error"} <= set(
         measured["rotation.linear_offset_map"]
     )
 
 
+NAIVE = "rotation.rope_naive_bf16_breaks_relative"
+
+
 def test_claims_fail_when_their_bound_is_too_tight():
+    """Too tight a limit fails every claim that the error stays within its bound; the naive
+    claim, that its error exceeds the bound, fails when the limit is too loose instead."""
     cfg = copy.deepcopy(TINY)
     cfg["thresholds"]["max_over_bound"] = 1e-9
     cfg["thresholds"]["identity_ulps"] = 1e-9
-    assert set(verdicts(ctx(cfg)).values()) == {"fail"}
+    got = verdicts(ctx(cfg))
+    assert got.pop(NAIVE) == "pass"
+    assert set(got.values()) == {"fail"}
+    cfg["thresholds"]["max_over_bound"] = 1e9
+    assert verdicts(ctx(cfg))[NAIVE] == "fail"
+
+
+def test_a_looser_storage_term_hides_the_naive_angles():
+    """The naive claim rests on the bound being tight: with a storage term as loose as a
+    worst-case d-term sum in bfloat16 (here 128·eps, about 1) no change need exceed it, so
+    the naive claim fails while the relative-only claim still passes."""
+    cfg = copy.deepcopy(TINY)
+    cfg["thresholds"]["rope_ulps"] = 128
+    got = verdicts(ctx(cfg))
+    assert got[NAIVE] == "fail" and got["rotation.rope_relative_only"] == "pass"
+
+
+def _shift_rows(encoding, angle_ulps=1.0, **rope):
+    cfg = {**TINY["rope"], **rope}
+    g = torch.Generator().manual_seed(3)
+    return score_shifts(cfg, [encoding], ENCODING, ["float32", "bfloat16"], 8, angle_ulps, g, CPU)
+
+
+@pytest.mark.parametrize("encoding", relative_qk())
+def test_the_bound_holds_for_registry_angles_and_rejects_naive_ones(encoding):
+    """One bound for both: the registry's float32 angles stay under it at every shift, up to
+    2^20; the bfloat16 angles (positions built in bfloat16) exceed it at every shift from
+    bfloat16's last exact integer, 256, on, and the bound itself is the same number."""
+    rows = _shift_rows(encoding, head_dim=16, n_vectors=8, n_pairs=8, window=16, max_log2_shift=20)
+    careful = [r for r in rows if not r["naive"]]
+    naive = [r for r in rows if r["naive"]]
+    assert careful and naive
+    assert max(r["deviation_over_tolerance"] for r in careful) <= 1.0
+    past = [r for r in naive if r["past_exact_integers"]]
+    assert [r["shift"] for r in past] == [2**e for e in range(8, 21)]
+    assert min(r["deviation_over_tolerance"] for r in past) > 1.0
+    # Every bfloat16 case, naive or not, is held to the bound of the registry's angles.
+    assert all(r["bound_angles"] == "float32" for r in rows if r["dtype"] == "bfloat16")
+    # At 2^20 the float32 bound is far below the old 4·P·eps32 = 0.5, a few times the change.
+    top = max((r for r in careful if r["dtype"] == "float32"), key=lambda r: r["shift"])
+    assert top["tolerance"] < 0.1 and top["max_deviation"] > top["tolerance"] / 20
+
+
+@pytest.mark.parametrize("encoding", relative_qk())
+def test_half_an_ulp_per_angle_is_not_enough_past_float32_exact_integers(encoding):
+    """The angle term counts two roundings (the position, then the product): its derivation
+    matters. With a tenth of it the float32 rows at large positions exceed the bound."""
+    rows = _shift_rows(
+        encoding, angle_ulps=0.1, head_dim=16, n_vectors=8, n_pairs=8, max_log2_shift=20
+    )
+    float32 = [r for r in rows if r["dtype"] == "float32" and r["shift"] >= 2**16]
+    assert max(r["deviation_over_tolerance"] for r in float32) > 1.0
+
+
+def test_past_exact_integers():
+    assert not past_exact_integers(torch.bfloat16, 255, 16)
+    assert past_exact_integers(torch.bfloat16, 256, 16)
+    assert past_exact_integers(torch.float16, 2048, 16)
+    assert not past_exact_integers(torch.float16, 65536, 16)  # inf: no score at all
+    assert not past_exact_integers(torch.float32, 2**20, 64)
+
+
+def test_rotation_pairs_read_the_layout_and_frequencies(outsiders):
+    """Interleaved pairs (2i, 2i+1) for the registry's rotary encoding, half-split pairs
+    (i, i + d/2) for the one from outside, each with ω_i = base^(−2i/d)."""
+    for encoding, base, half in ((relative_qk()[0], 10000.0, False), (outsiders[1], 500.0, True)):
+        module = build(encoding, params(ENCODING, d_model=8, n_heads=1, angle_dtype=torch.float64))
+        pairs, omega = rotation_pairs(module, 8, CPU)
+        want = [[i, i + 4] for i in range(4)] if half else [[2 * i, 2 * i + 1] for i in range(4)]
+        assert pairs.tolist() == want
+        assert omega.tolist() == pytest.approx([base ** (-2 * i / 8) for i in range(4)], rel=1e-12)
+
+
+class _Mixing(QKEncoding):
+    """Not a rotation of pairs: every coordinate mixed into every other."""
+
+    def rotate(self, q, k, q_pos, k_pos):
+        mix = torch.full((q.shape[-1],) * 2, 0.5, dtype=q.dtype)
+        return q @ mix, k @ mix
+
+
+def test_rotation_pairs_refuse_a_transform_that_is_not_one():
+    with pytest.raises(ValueError, match="does not rotate coordinates in pairs"):
+        rotation_pairs(_Mixing(params(ENCODING, d_model=4, n_heads=1)), 4, CPU)
 
 
 @pytest.mark.parametrize(

@@ -26,10 +26,13 @@ SPEC = AnalysisSpec(
     figures={
         "permutation": Figure(
             "Relative permutation error of {n_permutation_cases} (model, input, permutation) "
-            "cases: bars span min to max over models and permutations, markers show the max "
-            "(circles one layer, squares the stack), crosses the reversal; dashed lines are the "
-            "per-dtype tolerance, the dotted line the 'broken' threshold; exact zeros sit at "
-            "the bottom."
+            "cases: bars span min to max over models and the random permutations, markers "
+            "show the max (circles one layer, squares the stack). The reversal is kept out of "
+            "the bars and shown apart (crosses, its largest error): under it a bias that "
+            "depends on |i − j| only, such as bidirectional ALiBi's, is unchanged, so its error "
+            "sits at rounding while every other permutation breaks the model. Dashed lines are "
+            "the per-dtype tolerance, the dotted line the 'broken' threshold; exact zeros sit "
+            "at the bottom."
         ),
         "shift": Figure(
             "Relative change of the output when every position is shifted by c in {shifts}, "

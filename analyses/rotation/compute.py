@@ -10,7 +10,10 @@ which depends on k only. So PE(p+k) = M(k) PE(p) for one block-diagonal matrix M
 a linear map a projection can learn; and RoPE scores ⟨R(p)q, R(p')k⟩ = ⟨q, R(p'−p)k⟩ depend on
 p' − p only (Su et al. 2021). In floating point the angles p·ω_i are rounded, with an error up
 to eps·p·ω_i, so each identity holds up to a rounding bound that grows with the position; every
-check below is reported against that bound.
+check below is reported against that bound. For the scores the bound is derived per (q, k) and
+position pair (:func:`shift_tolerance`): each pair's angle rounding weighted by that pair's share
+of the score, so it stays a few times the error actually made, and the naive case (positions
+and angles in the storage dtype) is held to the same bound, the one the registry's angles meet.
 
 Encodings are chosen by what they are, never by name: the identity and the offset map are
 measured for every fixed input table (an :class:`InputEncoding` that is not learned), the
@@ -210,14 +213,103 @@ def qk_scores(module: QKEncoding, q: Tensor, k: Tensor, pq: Tensor, pk: Tensor, 
 
     T is the module's own transform of queries and keys (:meth:`QKEncoding.rotate`), run on
     inputs in ``x_dtype`` laid out as (batch n, 1 head, m positions, head width); its angles
-    are those of the module's ``angle_dtype``. The dot product runs in ``x_dtype`` too.
+    are those of the module's ``angle_dtype``. The dot product of the transformed vectors is
+    formed in float64, so that what is measured is the transform's rounding and not the
+    order of a d-term sum in the storage dtype, which every encoding shares (its worst case,
+    d·eps, is 1/2 for d = 64 in bfloat16 and would hide everything else).
     """
     n, m = q.shape[0], pq.shape[0]
     qx = q.to(x_dtype)[:, None, None, :].expand(n, 1, m, q.shape[-1])  # (n, 1, m, d)
     kx = k.to(x_dtype)[:, None, None, :].expand(n, 1, m, k.shape[-1])
     with torch.no_grad():
         rq, rk = module.rotate(qx, kx, pq, pk)
-    return (rq * rk).sum(-1)[:, 0]
+    return (rq.double() * rk.double()).sum(-1)[:, 0]
+
+
+def rotation_pairs(module: QKEncoding, d: int, device) -> tuple[Tensor, Tensor]:
+    """The coordinate pairs a transform rotates together and their angular frequencies, read
+    off the module itself: each basis vector e_j moved by one position (the module's angles,
+    float64 for an exact reading) has its weight on e_j and on its partner only, turned by
+    the angle ω of their pair (ω ≤ 1 < π, so atan2 gives ω itself). Returns the pair of every
+    pair as (d/2, 2) indices and ω as (d/2,), float64; a coordinate that is not turned is a
+    pair of one (both indices the same, ω = 0). Raises ValueError for a transform that is not
+    made of such planar rotations: the bound of :func:`score_shifts` is derived for those.
+    """
+    basis = torch.eye(d, dtype=torch.float64, device=device)[:, None, None, :]  # (d, 1, 1, d)
+    one = torch.ones(1, dtype=torch.int64, device=device)
+    with torch.no_grad():
+        moved = module.rotate(basis, basis, one, one)[0][:, 0, 0, :].cpu()  # row j: T(1) e_j
+    pairs, omega, seen = [], [], set()
+    for j in range(d):
+        support = moved[j].nonzero().flatten().tolist()
+        partner = next((c for c in support if c != j), j)
+        back = moved[partner].nonzero().flatten().tolist()
+        if set(support) - {j, partner} or set(back) - {j, partner}:
+            raise ValueError(
+                f"{type(module).__name__} does not rotate coordinates in pairs (e_{j} moves to "
+                f"{support}): the score-shift rounding bound is derived for planar rotations"
+            )
+        if j in seen:
+            continue
+        seen |= {j, partner}
+        pairs.append((j, partner))
+        omega.append(
+            torch.atan2(moved[j, partner].abs(), moved[j, j]).item() if partner != j else 0.0
+        )
+    return torch.tensor(pairs), torch.tensor(omega, dtype=torch.float64)
+
+
+def _pair_norms(x: Tensor, pairs: Tensor) -> Tensor:
+    """‖(x_c, x_c')‖ of every pair (a pair of one counted once), (n, d) -> (n, d/2)."""
+    both = x[:, pairs] ** 2  # (n, d/2, 2)
+    alone = (pairs[:, 0] == pairs[:, 1]).to(x.dtype)  # (d/2,)
+    return (both[..., 0] + both[..., 1] * (1 - alone)).sqrt()
+
+
+def shift_tolerance(
+    q: Tensor,
+    k: Tensor,
+    pairs: Tensor,
+    omega: Tensor,
+    positions: tuple[Tensor, ...],
+    x_dtype: torch.dtype,
+    ulps: float,
+    angle_ulps: float,
+) -> Tensor:
+    """The rounding bound of |s(p+s, p'+s) − s(p, p')| / ‖q‖‖k‖ for every vector pair i and
+    position pair j, from the inputs alone, with angles in the registry's dtype for
+    ``x_dtype`` (:func:`angle_dtype`, eps_a) and storage in ``x_dtype`` (eps_x). Shape (n, m).
+
+    Pair c of a rotated vector is R(θ_c) applied to (q_c, q_c'), so an error of δ in its
+    angle moves it by at most |δ|·‖q_c‖, and the score changes by at most
+    Σ_c ‖q_c‖‖k_c‖ (error of the four rotated vectors in pair c). With w_c = ‖q_c‖‖k_c‖ /
+    ‖q‖‖k‖ (Σ w_c ≤ 1 by Cauchy-Schwarz):
+
+        tol = Σ_c w_c (ulps·(eps_x + eps_a) + angle_ulps·eps_a·Θ_c) + d·eps(float64),
+
+    * ``ulps``: per rotated vector, cos and sin within an ulp in the angle dtype, their cast
+      to the storage dtype and the two products and one sum of the rotation (≤ (2 + √2)/2
+      eps_x): at most 2(eps_x + eps_a) each, for four vectors;
+    * ``angle_ulps``: each angle θ = p·ω is rounded twice, the position to the angle dtype
+      and the product, half an eps_a each; Θ_c = ω_c (p + p' + (p+s) + (p'+s)) sums the four.
+      The rounding of ω itself is the same at every position, so it cancels: both scores see
+      the relative angle (p' − p)·ω̂ exactly;
+    * d·eps(float64): the two float64 dot products of d terms (Higham's γ_d, twice).
+
+    q and k are cast to the storage dtype once, for both scores, so their rounding cancels.
+    """
+    a = angle_dtype(x_dtype)
+    norms = q.norm(dim=-1) * k.norm(dim=-1)  # (n,)
+    w = _pair_norms(q, pairs) * _pair_norms(k, pairs) / norms[:, None]  # (n, d/2)
+    theta = omega[None, :] * sum(p.double()[:, None] for p in positions)  # (m, d/2)
+    per_pair = ulps * (eps(x_dtype) + eps(a)) + angle_ulps * eps(a) * theta  # (m, d/2)
+    return w @ per_pair.T + q.shape[-1] * eps(torch.float64)  # (n, m)
+
+
+def past_exact_integers(dtype: torch.dtype, shift: int, window: int) -> bool:
+    """Whether a shift moves every position of a window where ``dtype`` no longer holds every
+    integer (at and above 2/eps: 256 for bfloat16, 2048 for float16) while keeping it finite."""
+    return shift >= 2 / eps(dtype) and shift + window - 1 <= torch.finfo(dtype).max
 
 
 def score_shifts(
@@ -226,17 +318,18 @@ def score_shifts(
     encoding_cfg: dict,
     dtypes: list[str],
     ulps: float,
+    angle_ulps: float,
     generator: torch.Generator,
     device,
 ) -> list[dict]:
-    """Max deviation |s(p+s, p'+s) − s(p, p')| / (‖q‖‖k‖) per encoding, dtype case and shift.
+    """Max deviation |s(p+s, p'+s) − s(p, p')| / (‖q‖‖k‖) per encoding, dtype case and shift,
+    and its largest ratio to the rounding bound of :func:`shift_tolerance`.
 
     Cases: each model dtype with the registry's angle dtype (float32 or wider), plus each
     ``naive_dtypes`` entry with the angles also in that dtype (positions built in the input's
-    dtype). Rounding bound, from the two scores' rotations and sums (about d eps of the storage
-    dtype, ``ulps``) and the four angles of positions up to P (each off by eps_a·P):
-
-        tol = ulps · d · eps(dtype) + 4 P eps_a.
+    dtype). Every case is held to the same bound, the one the registry's angles guarantee for
+    its storage dtype, so the naive case shows whether its angles break it. ``tolerance`` is
+    the bound at the (vector, position pair) of the largest ratio.
 
     The random draws are made whatever is configured, so the numbers after them do not
     depend on which qk encodings there are; every encoding sees the same (q, k) and positions.
@@ -251,29 +344,40 @@ def score_shifts(
     cases = [(dt, angle_dtype(dtype_from_name(dt))) for dt in dtypes]
     cases += [(dt, dtype_from_name(dt)) for dt in cfg["naive_dtypes"]]
     rows = []
-    for encoding, (name, a) in itertools.product(qk, cases):
-        x = dtype_from_name(name)
-        module = build(encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=a))
-        module = module.to(device)
-        reference = qk_scores(module, q, k, pq, pk, x).double()
-        for s in shifts:
-            shifted = qk_scores(module, q, k, pq + s, pk + s, x).double()
-            dev = ((shifted - reference).abs() / norms).max().item()
-            top = int(torch.maximum(pq, pk).max()) + s
-            tol = ulps * d * eps(x) + 4 * top * eps(a)
-            rows.append(
-                {
-                    "encoding": encoding,
-                    "dtype": name,
-                    "angles": str(a).removeprefix("torch."),
-                    "naive": a == x and x not in (torch.float32, torch.float64),
-                    "shift": s,
-                    "max_position": top,
-                    "max_deviation": dev,
-                    "tolerance": tol,
-                    "deviation_over_tolerance": dev / tol,
-                }
-            )
+    for encoding in qk:
+        exact = build(
+            encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=torch.float64)
+        )
+        pairs, omega = rotation_pairs(exact.to(device), d, device)
+        pairs, omega = pairs.to(device), omega.to(device)
+        for name, a in cases:
+            x = dtype_from_name(name)
+            module = build(encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=a))
+            module = module.to(device)
+            reference = qk_scores(module, q, k, pq, pk, x)
+            for s in shifts:
+                shifted = qk_scores(module, q, k, pq + s, pk + s, x)
+                dev = (shifted - reference).abs() / norms  # (n, m)
+                tol = shift_tolerance(
+                    q, k, pairs, omega, (pq, pk, pq + s, pk + s), x, ulps, angle_ulps
+                )
+                ratio = dev / tol
+                worst = ratio.argmax()
+                rows.append(
+                    {
+                        "encoding": encoding,
+                        "dtype": name,
+                        "angles": str(a).removeprefix("torch."),
+                        "bound_angles": str(angle_dtype(x)).removeprefix("torch."),
+                        "naive": a == x and x not in (torch.float32, torch.float64),
+                        "shift": s,
+                        "max_position": int(torch.maximum(pq, pk).max()) + s,
+                        "past_exact_integers": past_exact_integers(x, s, cfg["window"]),
+                        "max_deviation": dev.max().item(),
+                        "tolerance": tol.flatten()[worst].item(),
+                        "deviation_over_tolerance": ratio.flatten()[worst].item(),
+                    }
+                )
     return rows
 
 
@@ -391,15 +495,16 @@ def linear_offset_maps(
     return rows
 
 
-def _worst(rows: list[dict], key: str, group: tuple[str, ...]) -> dict:
-    """max of ``key`` per value of the ``group`` columns, nested in that order."""
+def _worst(rows: list[dict], key: str, group: tuple[str, ...], pick=max) -> dict:
+    """``pick`` (max, or min) of ``key`` per value of the ``group`` columns, nested in that
+    order."""
     out: dict = {}
     for r in rows:
         node = out
         for g in group[:-1]:
             node = node.setdefault(r[g], {})
         last = r[group[-1]]
-        node[last] = max(node.get(last, r[key]), r[key])
+        node[last] = pick(node.get(last, r[key]), r[key])
     return out
 
 
@@ -419,6 +524,8 @@ def evidence(result: dict, cfg: dict, groups: dict) -> dict[str, Any]:
         if r["shift"] == last:
             label = f"{r['dtype']} with {r['angles']} angles, position {r['max_position']}"
             naive_deviation.setdefault(r["encoding"], {})[label] = r["max_deviation"]
+    # Where the naive dtype no longer holds every integer: there its positions round.
+    broken = [r for r in naive if r["past_exact_integers"]]
     return {
         "identity_over_bound": _worst(
             result["identity"], "error_over_tolerance", ("encoding", "dtype")
@@ -437,8 +544,18 @@ def evidence(result: dict, cfg: dict, groups: dict) -> dict[str, Any]:
         "by_hand_rounding": 4 * u,
         "two_eps_float64": 2 * eps(torch.float64),
         "shift_over_bound": _worst(rope, "deviation_over_tolerance", ("encoding", "dtype")),
-        # Angles in the storage dtype itself, at the largest shift: context, not checked.
+        "shift_max_deviation": _worst(rope, "max_deviation", ("encoding", "dtype")),
+        # The naive case against the same bound, at every shift past its exact integers: the
+        # smallest ratio is checked, the largest and the deviation at the largest shift shown.
+        "naive_over_bound": _worst(broken, "deviation_over_tolerance", ("encoding", "dtype"), min),
+        "naive_largest_over_bound": _worst(
+            broken, "deviation_over_tolerance", ("encoding", "dtype")
+        ),
         "naive_angle_deviation": naive_deviation,
+        "naive_dtypes": cfg["rope"]["naive_dtypes"],
+        "naive_exact_integers": [
+            f"{dt}: {2 / eps(dtype_from_name(dt)):g}" for dt in cfg["rope"]["naive_dtypes"]
+        ],
         "offset_map_over_bound": _worst(full, "error_over_tolerance", ("encoding",)),
         "offset_map_max_error": _worst(full, "held_out_rel_error", ("encoding",)),
         "offset_map_max_w_error": _worst(full, "map_error", ("encoding",)),
@@ -464,11 +581,24 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
     identity = result["identity"]
     naive = [r for r in result["score_shift"] if r["naive"]]
     last = max((r["shift"] for r in naive), default=None)
+    last_shift = max((r["shift"] for r in result["score_shift"]), default=None)
+    th = cfg["thresholds"]
     return {
         **groups,
         "hand_trace": result["hand_trace"],
         "naive_deviation": [
-            {k: r[k] for k in ("encoding", "dtype", "angles", "max_position", "max_deviation")}
+            {
+                k: r[k]
+                for k in (
+                    "encoding",
+                    "dtype",
+                    "angles",
+                    "max_position",
+                    "max_deviation",
+                    "tolerance",
+                    "deviation_over_tolerance",
+                )
+            }
             for r in naive
             if r["shift"] == last
         ],
@@ -483,6 +613,37 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
         "rope_n_vectors": cfg["rope"]["n_vectors"],
         "rope_n_pairs": cfg["rope"]["n_pairs"],
         "rope_base": ctx.encoding.get("rope_base"),
+        "naive_exact_integers": {
+            dt: 2 / eps(dtype_from_name(dt)) for dt in cfg["rope"]["naive_dtypes"]
+        },
+        # The careful cases at the largest shift, and the parts of the bound the prose names.
+        "shift_largest": [
+            {
+                k: r[k]
+                for k in (
+                    "encoding",
+                    "dtype",
+                    "max_position",
+                    "max_deviation",
+                    "deviation_over_tolerance",
+                )
+            }
+            for r in result["score_shift"]
+            if not r["naive"] and r["shift"] == last_shift
+        ],
+        "bound_storage_term": {
+            dt: th["rope_ulps"] * (eps(x) + eps(angle_dtype(x)))
+            for dt, x in ((dt, dtype_from_name(dt)) for dt in cfg["dtypes"])
+        },
+        "naive_below_over_bound": _worst(
+            [r for r in naive if not r["past_exact_integers"] and r["shift"]],
+            "deviation_over_tolerance",
+            ("encoding", "dtype"),
+        ),
+        "naive_angle_eps_ratio": {
+            dt: eps(x) / eps(angle_dtype(x))
+            for dt, x in ((dt, dtype_from_name(dt)) for dt in cfg["rope"]["naive_dtypes"])
+        },
         "thresholds": cfg["thresholds"],
     }
 
@@ -522,7 +683,14 @@ def compute(ctx: Context) -> Measurements:
             th["identity_ulps"],
         )
     score_shift = score_shifts(
-        cfg["rope"], qk, ctx.encoding, cfg["dtypes"], th["rope_ulps"], g, device
+        cfg["rope"],
+        qk,
+        ctx.encoding,
+        cfg["dtypes"],
+        th["rope_ulps"],
+        th["rope_angle_ulps"],
+        g,
+        device,
     )
     linear = linear_offset_maps(
         cfg["linear_map"],

@@ -57,10 +57,11 @@ def figure_identity(m: Measurements, ctx: Context):
 
 
 def figure_score_shift(m: Measurements, ctx: Context):
-    """The largest score change under a common shift, per qk encoding and dtype case."""
+    """The largest score change under a common shift, per qk encoding and dtype case, and its
+    ratio to the rounding bound (the registry's angles; the naive case is held to it too)."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 3.9), layout="constrained")
     rows = m.rows["score_shift"]
     cases = list(dict.fromkeys((r["dtype"], r["angles"], r["naive"]) for r in rows))
     for encoding in m.summary["qk"]:
@@ -70,24 +71,46 @@ def figure_score_shift(m: Measurements, ctx: Context):
                 for r in rows
                 if r["shift"] and (r["encoding"], r["dtype"], r["angles"]) == (encoding, x, a)
             ]
-            ax.plot(
-                [r["max_position"] for r in case],
-                [max(r["max_deviation"], FLOOR) for r in case],
-                lw=1,
-                ms=3,
-                ls=":" if naive else LINESTYLES[n % len(LINESTYLES)],
-                label=f"{encoding}: {x}, {a} angles",
+            line = {
+                "lw": 1,
+                "ms": 3,
+                "ls": ":" if naive else LINESTYLES[n % len(LINESTYLES)],
+                "label": f"{encoding}: {x}, {a} angles",
                 **style(encoding),
-            )
+            }
+            positions = [r["max_position"] for r in case]
+            ax.plot(positions, [max(r["max_deviation"], FLOOR) for r in case], **line)
+            bx.plot(positions, [r["deviation_over_tolerance"] for r in case], **line)
+    limit = ctx.cfg["thresholds"]["max_over_bound"]
+    bx.axhline(limit, color="grey", lw=1.5, alpha=0.7, label="limit of the claims")
+    for dt, first in m.summary["naive_exact_integers"].items():
+        for a_ in (ax, bx):
+            a_.axvline(first, color="grey", lw=0.8, ls="--")
+        bx.annotate(
+            f"{dt}: last exact integer",
+            (first, limit),
+            xytext=(3, 4),
+            textcoords="offset points",
+            fontsize=7,
+            color="grey",
+        )
     ax.set(
         xscale="log",
         yscale="log",
         xlabel="largest absolute position P",
         ylabel="max |s(p+s, p'+s) − s(p, p')| / ‖q‖‖k‖",
-        title=f"head width {ctx.cfg['rope']['head_dim']}",
+        title=f"(a) score change, head width {ctx.cfg['rope']['head_dim']}",
     )
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    bx.set(
+        xscale="log",
+        yscale="log",
+        xlabel="largest absolute position P",
+        ylabel="largest change / its rounding bound",
+        title="(b) against the bound of the registry's angles",
+    )
+    for a_ in (ax, bx):
+        a_.grid(alpha=0.3, which="both")
+    fig.legend(*bx.get_legend_handles_labels(), fontsize=7, loc="outside right upper")
     return fig
 
 
@@ -136,6 +159,7 @@ def table_score_shift(m: Measurements, ctx: Context):
         ]
         small = min((r for r in sel if r["shift"]), key=lambda r: r["shift"])
         large = max(sel, key=lambda r: r["shift"])
+        past = [r["deviation_over_tolerance"] for r in sel if r["past_exact_integers"]]
         rows.append(
             [
                 e,
@@ -144,7 +168,9 @@ def table_score_shift(m: Measurements, ctx: Context):
                 small["max_deviation"],
                 large["max_position"],
                 large["max_deviation"],
+                large["tolerance"],
                 max(r["deviation_over_tolerance"] for r in sel),
+                min(past) if past else "—",
             ]
         )
     columns = [
@@ -154,7 +180,9 @@ def table_score_shift(m: Measurements, ctx: Context):
         "deviation, shift 1",
         "largest position",
         "deviation there",
-        "deviation / bound",
+        "its bound (worst sample)",
+        "deviation / bound, largest",
+        "smallest past the exact integers",
     ]
     return columns, rows
 

@@ -55,10 +55,14 @@ SPEC = AnalysisSpec(
             "dominates; exact zeros sit at the bottom."
         ),
         "score_shift": Figure(
-            "Encodings that transform queries and keys: largest change of ⟨T(p)q, T(p')k⟩ / "
-            "‖q‖‖k‖ when both positions move by the same shift, over {rope_n_vectors} "
-            "random (q, k) and {rope_n_pairs} position pairs, against the largest "
-            "absolute position; dotted: angles computed in the storage dtype too."
+            "Encodings that transform queries and keys: (a) largest change of "
+            "⟨T(p)q, T(p')k⟩ / ‖q‖‖k‖ when both positions move by the same shift, over "
+            "{rope_n_vectors} random (q, k) and {rope_n_pairs} position pairs, against the "
+            "largest absolute position; (b) the largest ratio of that change to its rounding "
+            "bound, the one the registry's angles (float32 or wider) guarantee in that storage "
+            "dtype, with the claims' limit (grey). Dotted: positions and angles computed in "
+            "the storage dtype too, held to the same bound; it is crossed once the positions "
+            "pass the dtype's exact integers (vertical line)."
         ),
     },
     tables={
@@ -75,8 +79,10 @@ SPEC = AnalysisSpec(
         ),
         "score_shift": Table(
             "Score change under a common shift of both positions, per encoding that "
-            "transforms queries and keys: at the smallest and the largest shift, and the "
-            "largest ratio to the rounding bound.",
+            "transforms queries and keys: at the smallest and the largest shift, and its "
+            "ratio to the rounding bound of the registry's angles for that storage dtype "
+            "(the same bound for the naive angles): the largest over every shift, and the "
+            "smallest over the shifts that pass the dtype's exact integers.",
             csv="score_shift",
         ),
         "linear_map": Table(
@@ -160,12 +166,34 @@ SPEC = AnalysisSpec(
                     "shift_over_bound",
                     "<=",
                     "max_over_bound",
-                    label="largest deviation / rounding bound ulps·d·eps + 4·P·eps_angles, "
-                    "per dtype with the registry's angles (float32 or wider),",
+                    label="largest deviation / rounding bound Σ_c w_c (ulps·(eps + "
+                    "eps_angles) + angle_ulps·eps_angles·Θ_c) + d·eps64 (w_c: pair c's share "
+                    "of ‖q‖‖k‖, Θ_c: its four angles), per dtype with the registry's angles "
+                    "(float32 or wider),",
                 ),
             ),
             references=("su2021",),
-            shows=("naive_angle_deviation",),
+            shows=("shift_max_deviation",),
+        ),
+        Claim(
+            "rotation.rope_naive_bf16_breaks_relative",
+            "Positions and angles computed in the storage dtype itself ({naive_dtypes}), as "
+            "code that builds positions in the input's dtype does, break the relative-only "
+            "scores: at every shift s from the dtype's last exact integer on "
+            "({naive_exact_integers}), the score change exceeds the same rounding bound that "
+            "the registry's float32 angles meet in that storage dtype.",
+            kind="software",
+            checks=(
+                Check(
+                    "naive_over_bound",
+                    ">",
+                    "max_over_bound",
+                    label="smallest over those shifts of the largest deviation / the same "
+                    "rounding bound, per dtype,",
+                ),
+            ),
+            references=("su2021",),
+            shows=("naive_largest_over_bound", "naive_angle_deviation"),
         ),
         Claim(
             "rotation.linear_offset_map",
