@@ -1,7 +1,8 @@
 """The similarity analysis against references written here: the seed's own sinusoid, closed
-forms of each kernel built with loops, brute-force property measures, the claims evaluated on
-its evidence (and failing when the numbers do not hold), and an encoding registered from
-outside flowing through compute, figures and tables."""
+forms of each kernel built with loops, brute-force property measures, trained checkpoints read
+as their causal models score pairs, the claims evaluated on its evidence (and failing when the
+numbers do not hold), and an encoding registered from outside flowing through compute, figures
+and tables."""
 
 import cmath
 import copy
@@ -12,14 +13,17 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch import nn
 
 from analyses.similarity import compute as sm
 from analyses.similarity import present
+from analyses.similarity import spec as similarity_spec
 from analyses.similarity.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
     REGISTRY,
+    BiasEncoding,
     EncodingParams,
     EncodingSpec,
     QKEncoding,
@@ -30,6 +34,7 @@ from posenc.encodings import (
     register,
     sinusoidal_table,
 )
+from posenc.train import build_model, save_checkpoint
 
 CPU = torch.device("cpu")
 ROOT = Path(__file__).resolve().parents[1]
@@ -69,15 +74,67 @@ def tiny_cfg(**overrides):
     return {**cfg, **overrides}
 
 
-def context(cfg=None, encodings=None) -> Context:
+def context(cfg=None, encodings=None, trained=None) -> Context:
     return Context(
         cfg=cfg or tiny_cfg(),
         seed=0,
         encodings=list(REGISTRY) if encodings is None else encodings,
         encoding=ENCODING_CFG,
         device=CPU,
+        inputs={} if trained is None else {"trained_models": trained},
         log=logging.getLogger("test_similarity"),
     )
+
+
+LEARNED = [e for e in REGISTRY if REGISTRY[e].learned]
+TRAIN_LEN = 12  # below tiny_cfg's 16 kernel positions: the trained kernels have 12
+
+
+def checkpoint(folder: Path, encoding: str, seed: int, set_weights=None) -> str:
+    """A tiny causal LM of ``encoding`` saved as the extrapolation study saves one, its
+    encoding's parameters drawn from N(0, 1) (T5's table starts at zero: any reading of it
+    would look right), or set by ``set_weights(module)``."""
+    params = {**ENCODING_CFG, "max_len": TRAIN_LEN}
+    model_cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
+    torch.manual_seed(seed)
+    model = build_model(11, model_cfg, encoding, params)
+    with torch.no_grad():
+        for weight in model.stack.encoding.parameters():
+            weight.normal_()
+        if set_weights:
+            set_weights(model.stack.encoding)
+    path = folder / f"{encoding}-seed{seed}.pt"
+    meta = {
+        "task": "lm",
+        "encoding": encoding,
+        "seed": seed,
+        "vocab_size": 11,
+        "train_len": TRAIN_LEN,
+        "model_config": model_cfg,
+        "encoding_params": params,
+    }
+    save_checkpoint(path, model, meta)
+    return str(path)
+
+
+def naive_causal_kernel(encoding: str, module, n: int) -> torch.Tensor:
+    """K(p, q) for q <= p from the registry's naive reference, one pair at a time, NaN above
+    the diagonal; the reference's calling convention is its place of action's (EncodingSpec)."""
+    reference, pos = REGISTRY[encoding].reference, torch.arange(n)
+    K = torch.full((n, n), math.nan, dtype=torch.float64)
+    if module.acts_on == "input":
+        table = reference(module, pos)  # (n, d)
+        for p in range(n):
+            for q in range(p + 1):
+                K[p, q] = table[p] @ table[q] / (table[p].norm() * table[q].norm())
+    elif module.acts_on == "bias":
+        bias = reference(module, pos, pos, True)  # (H, n, n), the causal buckets
+        for p in range(n):
+            for q in range(p + 1):
+                K[p, q] = sum(math.exp(b) for b in bias[:, p, q].tolist()) / bias.shape[0]
+    else:
+        pytest.fail(f"no naive kernel for a learned encoding acting on {module.acts_on}")
+    return K
 
 
 def run(ctx: Context) -> tuple:
@@ -296,9 +353,8 @@ def test_selection_follows_the_registry():
     m = sm.compute(context())
     positional = [e for e in REGISTRY if REGISTRY[e].positional]
     assert set(m.evidence["fixed"]) == {e for e in positional if not REGISTRY[e].learned}
-    assert set(m.evidence["invariant"]) == {
-        e for e in positional if REGISTRY[e].relative or not REGISTRY[e].learned
-    }
+    # Without trained models a learned encoding is in no claim: its random draw is a contrast.
+    assert set(m.evidence["invariant"]) == {e for e in positional if not REGISTRY[e].learned}
     params = EncodingParams(d_model=16, n_heads=2, **ENCODING_CFG)
     assert m.evidence["rotary"] == [
         e
@@ -432,3 +488,233 @@ def test_semantic_checks_name_the_key(change, key):
     change(cfg)
     problems = [p for check in SPEC.checks for p in check({"similarity": cfg})]
     assert any(p.startswith(f"config key {key} ") for p in problems), problems
+
+
+@pytest.mark.parametrize("encoding", LEARNED)
+def test_trained_kernel_is_the_naive_reference_on_the_pairs_a_causal_model_scores(
+    encoding, tmp_path
+):
+    path = checkpoint(tmp_path, encoding, seed=3)
+    module, info = sm.load_trained(path, CPU)
+    assert info == {
+        "encoding": encoding,
+        "seed": 3,
+        "train_len": TRAIN_LEN,
+        "d_model": 16,
+        "n_heads": 2,
+        "causal": True,
+    }
+    with torch.no_grad():
+        K = sm.scored_kernel(module, torch.arange(TRAIN_LEN), info["causal"])
+    want = naive_causal_kernel(encoding, module, TRAIN_LEN)
+    torch.testing.assert_close(K, want, rtol=0, atol=1e-12, equal_nan=True)
+    # compute reads the same kernel from the checkpoint, over min(16, L_train) positions; one
+    # file comes as a string, as Snakemake hands a named input of one file over.
+    m = sm.compute(context(encodings=[encoding], trained=path))
+    rows = [r for r in m.rows["kernels"] if r["source"] == sm.TRAINED]
+    got = torch.tensor(present._matrix(rows, "p", "q", "kernel"), dtype=torch.float64)
+    torch.testing.assert_close(got, want, rtol=0, atol=1e-12, equal_nan=True)
+
+
+def test_a_bidirectional_bias_kernel_is_kept_whole():
+    """Bidirectional attention scores every pair: nothing is masked, the module's own kernel."""
+    module = build(LEARNED[-1], EncodingParams(d_model=16, n_heads=2, **ENCODING_CFG))
+    with torch.no_grad():
+        for weight in module.parameters():
+            weight.normal_()
+        pos = torch.arange(10)
+        assert torch.equal(sm.scored_kernel(module, pos, causal=False), module.kernel(pos))
+
+
+def test_properties_of_a_causal_kernel_use_only_the_pairs_scored():
+    n, nan = 8, math.nan
+    decay = torch.tensor(
+        [[math.exp(-0.3 * (p - q)) if q <= p else nan for q in range(n)] for p in range(n)],
+        dtype=torch.float64,
+    )
+    props = sm.kernel_properties(decay, window=3)
+    assert props["translation_deviation"] == 0.0
+    assert math.isnan(props["symmetry_deviation"])  # no pair is scored both ways
+    assert props["monotone_range"] == n - 1  # falls backwards all the way
+    assert props["concordance"] == 1.0  # the backward direction alone
+    bumped = decay.clone()
+    bumped[5, 2] += 0.25
+    assert sm.translation_deviation(bumped) == pytest.approx(0.25)
+    bumped[6, 5] = 2.0  # above K(6, 6) = 1: the profile rises at offset 1
+    assert sm.kernel_properties(bumped, window=3)["monotone_range"] == 0
+    # A full kernel keeps both directions: a bump is seen from either side.
+    full = torch.where(decay.isnan(), decay.T, decay)
+    assert sm.symmetry_deviation(full) == 0.0
+    full[1, 4] += 0.5
+    assert sm.symmetry_deviation(full) == pytest.approx(0.5)
+
+
+def test_learned_encodings_are_judged_as_trained_with_random_draws_as_contrast(tmp_path):
+    seeds = (0, 1)
+    paths = [checkpoint(tmp_path, e, s) for e in LEARNED for s in seeds]
+    m, claims = run(context(trained=paths[::-1]))  # any order in, encoding then seed out
+    positional = [e for e in REGISTRY if REGISTRY[e].positional]
+    assert set(m.evidence["invariant"]) == {
+        e for e in positional if REGISTRY[e].relative or not REGISTRY[e].learned
+    }
+    spread = m.evidence["translation_spread"]
+    for e in LEARNED:
+        assert e not in spread  # never the random draw
+        if REGISTRY[e].relative:
+            assert {f"{e} trained seed {s}" for s in seeds} <= set(spread)
+    assert claims["similarity.translation_invariance"]["verdict"] == "pass"
+
+    rows = m.rows["kernel_properties"]
+    trained = [(r["encoding"], r["seed"]) for r in rows if r["source"] == sm.TRAINED]
+    assert trained == [(e, s) for e in LEARNED for s in seeds]
+    assert all(r["n_positions"] == TRAIN_LEN for r in rows if r["source"] == sm.TRAINED)
+    contrast = [r["encoding"] for r in rows if r["source"] == sm.RANDOM_INIT]
+    assert contrast == LEARNED
+    assert m.summary["trained"]["seeds"] == list(seeds)
+    assert set(m.summary["trained"]["properties"]) == set(LEARNED)
+    # The figure shows the first seed only; the properties cover every seed.
+    shown = {(r["encoding"], r["seed"]) for r in m.rows["kernels"] if r["source"] == sm.TRAINED}
+    assert shown == {(e, 0) for e in LEARNED}
+
+
+class _PairBias(BiasEncoding):
+    """A learned bias per (query, key) position pair: scores that need not be relative."""
+
+    def __init__(self, params):
+        super().__init__(params)
+        self.table = nn.Parameter(torch.zeros(params.n_heads, params.max_len, params.max_len))
+
+    def score_bias(self, q_pos, k_pos, causal):
+        return self.table[:, q_pos.long()][:, :, k_pos.long()]  # (H, Lq, Lk)
+
+
+@pytest.fixture
+def pair_bias():
+    name = "toy_sim_pair_bias"
+    register(
+        EncodingSpec(
+            name,
+            "bias",
+            _PairBias,
+            relative=True,  # as a plugin might declare it: the claim has to find out
+            learned=True,
+            citation="a test's toy",
+            summary="A learned bias per position pair.",
+        )
+    )
+    yield name
+    REGISTRY.pop(name, None)
+
+
+def _by_offset(module):
+    """Trained to depend on the offset only: bias(h, p, q) = (h + 1) 0.1 (q - p)."""
+    H, L, _ = module.table.shape
+    offset = torch.arange(L)[None, :] - torch.arange(L)[:, None]
+    module.table.copy_(0.1 * (torch.arange(H) + 1)[:, None, None] * offset)
+
+
+def test_translation_claim_reads_the_trained_table(pair_bias, tmp_path):
+    """Trained to depend on p - q only, the claim holds, though the random draw (N(0, σ²) per
+    pair) would fail it; one pair moved in training, and it fails by that much."""
+    invariant = checkpoint(tmp_path, pair_bias, 0, _by_offset)
+    m, claims = run(context(encodings=["sinusoidal", pair_bias], trained=invariant))
+    assert m.evidence["translation_spread"][f"{pair_bias} trained seed 0"] == 0.0
+    random_draw = next(r for r in m.rows["kernel_properties"] if r["source"] == sm.RANDOM_INIT)
+    assert random_draw["translation_deviation"] > 0.1
+    assert claims["similarity.translation_invariance"]["verdict"] == "pass"
+
+    def moved(module):
+        _by_offset(module)
+        module.table[:, 7, 3] += 0.5
+
+    m, claims = run(
+        context(
+            encodings=["sinusoidal", pair_bias], trained=[checkpoint(tmp_path, pair_bias, 1, moved)]
+        )
+    )
+    spread = m.evidence["translation_spread"][f"{pair_bias} trained seed 1"]
+    # K(7, 3) = mean_h exp(b_h + 0.5) beside mean_h exp(b_h) on the rest of its diagonal.
+    offset_bias = [0.1 * (h + 1) * (3 - 7) for h in range(2)]
+    want = sum(math.exp(b) for b in offset_bias) / 2 * (math.exp(0.5) - 1)
+    assert spread == pytest.approx(want, rel=1e-6)  # the checkpoint's weights are float32
+    assert claims["similarity.translation_invariance"]["verdict"] == "fail"
+
+
+def test_tables_and_figure_say_what_each_kernel_is(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    paths = [checkpoint(tmp_path, e, s) for e in LEARNED for s in (0, 1)]
+    ctx = context(trained=paths)
+    m = sm.compute(ctx)
+    columns, rows = present.table_properties(m, ctx)
+    assert columns[1] == "kernel of"
+    kinds = {(r[0], r[1]) for r in rows}
+    for e in LEARNED:
+        assert (e, "trained LM, seeds 0, 1") in kinds
+        assert (e, "random init, N(0, 0.5²)") in kinds
+    fixed = [e for e in REGISTRY if not REGISTRY[e].learned]
+    assert {(e, "fixed formula") for e in fixed} <= kinds
+    # Two seeds that differ: mean ± half range; symmetry on a causal model: undefined (None).
+    trained_rows = [r for r in rows if r[1].startswith("trained")]
+    assert all("±" in r[3] for r in trained_rows)
+    assert all(r[5] is None for r in trained_rows)
+    titles = {ax.get_title() for ax in present.figure_kernels(m, ctx).axes}
+    for e in LEARNED:
+        assert f"{e} (trained, seed 0)" in titles and f"{e} (random init)" in titles
+        assert f"{e} (trained, seed 1)" not in titles
+
+
+def test_cell_spreads_over_seeds():
+    assert present._cell([0.5]) == 0.5
+    assert present._cell([3, 3]) == 3
+    assert present._cell([0.25, 0.75]) == "0.5 ± 0.25"
+    assert present._cell([math.nan, math.nan]) is None
+
+
+def test_monotone_near_is_labelled_an_identity():
+    kinds = {c.id: c.kind for c in SPEC.claims}
+    assert kinds["similarity.monotone_near"] == "identity"
+    assert kinds["similarity.translation_invariance"] == "identity"
+
+
+def _config():
+    import yaml
+
+    return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+def test_inputs_are_the_trained_lms_of_learned_encodings(monkeypatch):
+    """Selected by the registry's ``learned`` metadata, every seed, at the paths the
+    extrapolation study trains its LMs to (their training logs sit beside them)."""
+    from analyses.extrapolation.spec import SPEC as EXTRAPOLATION
+
+    meta = {name: spec.metadata() for name, spec in REGISTRY.items()}
+    monkeypatch.setattr(similarity_spec.registry, "metadata", lambda plugins, root: meta)
+    config = _config()
+    config["encodings"] = list(REGISTRY)
+    config["extrapolation"]["lm"]["seeds"] = [0, 4]
+    models = SPEC.inputs(config)["trained_models"]
+    assert models == [
+        f"results/extrapolation/models/lm/{e}/seed{s}/model.pt" for e in LEARNED for s in (0, 4)
+    ]
+    logs = set(EXTRAPOLATION.inputs(config)["train_logs"])
+    assert {str(Path(m).with_name("train_log.json")) for m in models} <= logs
+    # A plugin's learned encoding counts; a fixed one does not.
+    meta |= {"plug_learned": {"learned": True}, "plug_fixed": {"learned": False}}
+    config["encodings"] = ["plug_fixed", "plug_learned"]
+    assert SPEC.inputs(config)["trained_models"] == [
+        "results/extrapolation/models/lm/plug_learned/seed0/model.pt",
+        "results/extrapolation/models/lm/plug_learned/seed4/model.pt",
+    ]
+    del config["extrapolation"]
+    assert SPEC.inputs(config) == {}
+
+
+def test_window_must_fit_the_trained_length():
+    config = {"similarity": copy.deepcopy(_section("similarity")), **{"extrapolation": {}}}
+    config["extrapolation"] = {"lm": {"seq_len": config["similarity"]["window"]}}
+    problems = [p for check in SPEC.checks for p in check(config)]
+    assert any(p.startswith("config key similarity.window ") for p in problems), problems
+    config["extrapolation"]["lm"]["seq_len"] += 1
+    assert not [p for check in SPEC.checks for p in check(config)]

@@ -22,6 +22,11 @@ Finally the long-term decay of rotary encodings (Su et al. 2021, section 3.4.3 a
 the relative upper bound (1/(d/2)) sum_{j=1}^{d/2} |S_j| with S_j = sum_{i<j} exp(i r theta_i)
 falls with the relative distance r.
 
+A learned encoding has the structure its training gives it, so its kernel is read from the
+character LMs the extrapolation study trains (one per seed; Wang et al. analysed trained
+tables too), over the pairs those causal models score. Its parameters drawn at random,
+N(0, sigma^2), stay as a labelled contrast: what the properties look like before training.
+
 Kernels are computed in float64: this analysis is about the formulas; what float32 angles do
 at large positions is the aliasing analysis' subject. This module measures; the claims
 (spec.py) judge.
@@ -29,6 +34,7 @@ at large positions is the aliasing analysis' subject. This module measures; the 
 
 import itertools
 import math
+from collections.abc import Iterable
 from typing import Any
 
 import torch
@@ -44,6 +50,13 @@ from posenc.encodings import (
     inverse_frequencies,
     sinusoidal_table,
 )
+from posenc.train import load_checkpoint
+
+# What each kernel of the properties table is: a formula with no learned parameter, a table
+# trained in a language model, or learned parameters drawn at random (the contrast).
+FIXED, TRAINED, RANDOM_INIT = "fixed", "trained", "random init"
+# Wang et al.'s properties, as kernel_properties names them.
+PROPERTIES = ("monotone_range", "concordance", "translation_deviation", "symmetry_deviation")
 
 
 def kernel_module(
@@ -56,9 +69,9 @@ def kernel_module(
     seed: int,
     device: torch.device,
 ) -> PositionalEncoding:
-    """The module of ``encoding`` whose kernel the analysis measures: float64 angles and
-    weights, learned parameters redrawn from N(0, learned_init_std^2) to stand in for a trained
-    model (the registry starts T5's bias at zero, where it is NoPE)."""
+    """The module of ``encoding`` built from the formula: float64 angles and weights, learned
+    parameters redrawn from N(0, learned_init_std^2), the untrained contrast to the trained
+    modules of :func:`load_trained` (the registry starts T5's bias at zero, where it is NoPE)."""
     torch.manual_seed(seed)
     params = EncodingParams(
         d_model=d_model,
@@ -92,6 +105,43 @@ def kernel(
         return module.kernel(torch.arange(n_positions, device=device))
 
 
+def load_trained(path: str, device: torch.device) -> tuple[PositionalEncoding, dict[str, Any]]:
+    """The encoding module of a trained LM checkpoint, in float64, and what its kernel depends
+    on: encoding, seed, trained length, width, heads and whether attention is causal."""
+    model, meta = load_checkpoint(path, device)
+    cfg = model.stack.cfg
+    module = model.stack.encoding.to(dtype=torch.float64)
+    info = {
+        "encoding": meta["encoding"],
+        "seed": meta["seed"],
+        "train_len": meta["train_len"],
+        "d_model": cfg.d_model,
+        "n_heads": cfg.n_heads,
+        "causal": cfg.causal,
+    }
+    return module, info
+
+
+def scored_kernel(module: PositionalEncoding, positions: Tensor, causal: bool) -> Tensor:
+    """K(p, q) over the pairs a model scores: every pair under bidirectional attention; under
+    causal attention only keys at or before the query (q <= p), NaN above the diagonal, where
+    the model never looks. Shape (N, N).
+
+    :meth:`PositionalEncoding.kernel` scores pairs bidirectionally. A score bias can depend on
+    the direction (T5's buckets: bidirectional attention spends half of them on later keys, so
+    a causally trained table read bidirectionally is read at the wrong buckets), so a causal
+    model's bias is read as the model reads it: causally, then as that kernel (exp of the bias,
+    averaged over heads)."""
+    K = module.kernel(positions)
+    if not causal:
+        return K
+    bias = module.score_bias(positions, positions, causal=True)  # (H, N, N) or None
+    if bias is not None:
+        K = bias.double().exp().mean(dim=0)
+    later = torch.ones_like(K, dtype=torch.bool).triu(1)
+    return K.masked_fill(later, math.nan)
+
+
 def offset_profiles(K: Tensor) -> Tensor:
     """F[p, k] = K(p, p + k) for k = 0..N-1-p, NaN past the end. Shape (N, N)."""
     n = K.shape[0]
@@ -123,26 +173,53 @@ def both_directions(K: Tensor) -> tuple[Tensor, Tensor]:
 
 
 def translation_deviation(K: Tensor) -> float:
-    """max over offsets k of (max - min) of K(p, p+k) over p: 0 when K depends on p-q only."""
+    """max over offsets k of (max - min) of K(p, p+k) over p: 0 when K depends on p-q only.
+    Offsets whose pairs are not scored (NaN) do not count; NaN if none is."""
     n = K.shape[0]
     spreads = []
     for k in range(-(n - 1), n):
         diagonal = torch.diagonal(K, k)
-        spreads.append(diagonal.max() - diagonal.min())
-    return torch.stack(spreads).max().item()
+        if not diagonal.isnan().any():
+            spreads.append(diagonal.max() - diagonal.min())
+    return torch.stack(spreads).max().item() if spreads else math.nan
 
 
 def symmetry_deviation(K: Tensor) -> float:
-    return (K - K.T).abs().max().item()
+    """max |K(p, q) - K(q, p)| over pairs p != q scored both ways; NaN if none is (a causal
+    model scores no key after its query, so it has no symmetry to measure)."""
+    both = ~(K.isnan() | K.T.isnan())
+    both.fill_diagonal_(False)  # K(p, p) - K(p, p) = 0 says nothing
+    return (K - K.T)[both].abs().max().item() if both.any() else math.nan
+
+
+def _mean_defined(values: Iterable[float]) -> float:
+    defined = [v for v in values if not math.isnan(v)]
+    return sum(defined) / len(defined) if defined else math.nan
 
 
 def kernel_properties(K: Tensor, window: int) -> dict[str, float]:
+    """Wang et al.'s three properties of K, over the pairs it defines (NaN: not scored). The
+    concordance averages the directions with rows long enough for the window."""
     forward, backward = both_directions(K)
     return {
         "monotone_range": min(monotone_range(forward), monotone_range(backward)),
-        "concordance": (concordance(forward, window) + concordance(backward, window)) / 2,
+        "concordance": _mean_defined((concordance(forward, window), concordance(backward, window))),
         "translation_deviation": translation_deviation(K),
         "symmetry_deviation": symmetry_deviation(K),
+    }
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """Mean, min and max over seeds of one property, NaN values left out (n counts the rest);
+    mean, min and max are NaN when nothing is left."""
+    defined = [v for v in values if not math.isnan(v)]
+    if not defined:
+        return {"n": 0, "mean": math.nan, "min": math.nan, "max": math.nan}
+    return {
+        "n": len(defined),
+        "mean": sum(defined) / len(defined),
+        "min": min(defined),
+        "max": max(defined),
     }
 
 
@@ -249,9 +326,49 @@ def _matrix_rows(matrix: Tensor, row: str, col: str, value: str, **fixed) -> lis
     ]
 
 
+def trained_kernels(
+    paths: str | list[str], order: list[str], max_positions: int, device
+) -> list[tuple[dict[str, Any], Tensor]]:
+    """(model info, scored kernel) of every trained checkpoint in ``paths``, by encoding (in
+    ``order``) and seed, over positions 0..min(max_positions, the model's trained length)-1: a
+    learned table has no row past its trained length."""
+    # Snakemake hands a named input of one file over as that file, not a list of one.
+    paths = [paths] if isinstance(paths, str) else list(paths)
+    out = []
+    for path in paths:
+        module, info = load_trained(path, device)
+        n = min(max_positions, info["train_len"])
+        with torch.no_grad():
+            K = scored_kernel(module, torch.arange(n, device=device), info["causal"])
+        out.append(({**info, "n_positions": n}, K.cpu()))
+    return sorted(out, key=lambda item: (order.index(item[0]["encoding"]), item[0]["seed"]))
+
+
+def trained_summary(rows: list[dict]) -> dict[str, Any]:
+    """The trained models' settings (one set of model settings serves every encoding) for
+    the captions, and each property's spread over seeds per encoding."""
+    trained = [r for r in rows if r["source"] == TRAINED]
+    seeds = sorted({r["seed"] for r in trained})
+    first = trained[0] if trained else {}
+    settings = {
+        "seeds": seeds,
+        "seed": seeds[0] if seeds else None,  # the seed the kernels figure shows
+        **{key: first.get(key) for key in ("d_model", "n_heads", "n_positions")},
+    }
+    by_encoding = {}
+    for encoding in dict.fromkeys(r["encoding"] for r in trained):
+        mine = [r for r in trained if r["encoding"] == encoding]
+        by_encoding[encoding] = {
+            "seeds": [r["seed"] for r in mine],
+            **{name: spread([r[name] for r in mine]) for name in PROPERTIES},
+        }
+    return {**settings, "properties": by_encoding}
+
+
 def compute(ctx: Context) -> Measurements:
-    """Seed values, sweep profiles, every configured encoding's kernel and its properties, and
-    the relative upper bound of every rotary encoding (a QK encoding with frequencies)."""
+    """Seed values, sweep profiles, every configured encoding's kernel and its properties
+    (learned encodings as trained, with their random draws as a contrast), and the relative
+    upper bound of every rotary encoding (a QK encoding with frequencies)."""
     cfg, kc, rc = ctx.cfg, ctx.cfg["kernels"], ctx.cfg["rope_decay"]
     sc, device = cfg["seed"], ctx.device
 
@@ -259,7 +376,7 @@ def compute(ctx: Context) -> Measurements:
     offsets = [abs(j - sc["position"]) for j in sc["others"]]
     profile_rows, sweep_rows = sweep(cfg, offsets, device)
 
-    modules, kernels, properties = {}, {}, []
+    modules, kernels, properties = {}, [], []
     for encoding in ctx.encodings:
         module = kernel_module(
             encoding,
@@ -273,8 +390,30 @@ def compute(ctx: Context) -> Measurements:
         )
         with torch.no_grad():
             K = module.kernel(torch.arange(kc["n_positions"], device=device))
-        modules[encoding], kernels[encoding] = module, K.cpu()
-        properties.append({"encoding": encoding, **kernel_properties(K, cfg["window"])})
+        learned = REGISTRY[encoding].learned
+        row = {
+            "encoding": encoding,
+            "source": RANDOM_INIT if learned else FIXED,
+            "seed": ctx.seed if learned else None,
+            "n_positions": kc["n_positions"],
+            "d_model": kc["d_model"],
+            "n_heads": kc["n_heads"],
+        }
+        modules[encoding] = module
+        kernels.append((row, K.cpu()))
+        properties.append({**row, **kernel_properties(K, cfg["window"])})
+
+    trained = trained_kernels(
+        ctx.inputs.get("trained_models", []), ctx.encodings, kc["n_positions"], device
+    )
+    for info, K in trained:
+        row = {
+            "encoding": info["encoding"],
+            "source": TRAINED,
+            **{key: info[key] for key in ("seed", "n_positions", "d_model", "n_heads")},
+        }
+        kernels.append((row, K))
+        properties.append({**row, **kernel_properties(K, cfg["window"])})
 
     # Su et al.'s bound reads the rotation frequencies of a query/key transform: every rotary
     # encoding configured, at each head width d (one head of width d).
@@ -292,17 +431,27 @@ def compute(ctx: Context) -> Measurements:
 
     ladders = list(itertools.product(cfg["dims"], cfg["bases"]))
     omega_max = fastest_frequency(ladders, list(modules.values()))
-    props = {p["encoding"]: p for p in properties}
+    props = {p["encoding"]: p for p in properties if p["source"] == FIXED}
+    trained_props = [p for p in properties if p["source"] == TRAINED]
     # Monotonicity applies to fixed encodings with a position signal; learned ones only have
     # the structure training gives them.
     fixed = [e for e in ctx.encodings if REGISTRY[e].positional and not REGISTRY[e].learned]
     # Translation invariance applies to every encoding but a learned absolute table: relative
-    # ones by construction, the sinusoidal one by the angle-addition identity.
+    # ones by construction, the sinusoidal one by the angle-addition identity. A learned one
+    # is judged as trained (every seed), never by its random draw; untrained, it is left out.
     invariant = [
         e
         for e in ctx.encodings
-        if REGISTRY[e].positional and (REGISTRY[e].relative or not REGISTRY[e].learned)
+        if REGISTRY[e].positional
+        and (REGISTRY[e].relative or not REGISTRY[e].learned)
+        and (e in props or any(p["encoding"] == e for p in trained_props))
     ]
+    spreads = {e: props[e]["translation_deviation"] for e in invariant if e in props}
+    spreads |= {
+        f"{p['encoding']} trained seed {p['seed']}": p["translation_deviation"]
+        for p in trained_props
+        if p["encoding"] in invariant
+    }
     eps_n = torch.finfo(torch.float64).eps * kc["n_positions"]
 
     pairs = [
@@ -320,7 +469,7 @@ def compute(ctx: Context) -> Measurements:
             **{f"{e} kernel": reach(props[e]["monotone_range"], omega_max) for e in fixed},
         },
         "fixed": fixed,
-        "translation_spread": {e: props[e]["translation_deviation"] for e in invariant},
+        "translation_spread": spreads,
         "eps_float64_times_N": eps_n,
         "invariant": invariant,
         "decay_spearman": {f"{e} d={d}": s["spearman"] for (e, d), s in decay.items()},
@@ -334,6 +483,8 @@ def compute(ctx: Context) -> Measurements:
         "long_term_decay": {e: {str(d): decay[e, d] for d in rc["dims"]} for e in rotary},
         "omega_max": omega_max,
         "near_window": near_window(omega_max, cfg["thresholds"]["monotone_half_periods"]),
+        "trained": trained_summary(properties),
+        "random_init_std": kc["learned_init_std"],
     }
     rows = {
         "offset_profiles": profile_rows,
@@ -348,10 +499,22 @@ def compute(ctx: Context) -> Measurements:
         "seed_table": _matrix_rows(seed_table, "position", "dimension", "value"),
         "kernels": [
             row
-            for e, K in kernels.items()
-            for row in _matrix_rows(K, "p", "q", "kernel", encoding=e)
+            for about, K in kernels
+            # The figure shows one trained seed, the first (the properties cover them all).
+            if about["source"] != TRAINED or about["seed"] == summary["trained"]["seed"]
+            for row in _matrix_rows(
+                K,
+                "p",
+                "q",
+                "kernel",
+                encoding=about["encoding"],
+                source=about["source"],
+                seed=about["seed"],
+            )
         ],
     }
     if ctx.log:
-        ctx.log.info("%d kernels, %d rotary encodings", len(kernels), len(rotary))
+        ctx.log.info(
+            "%d kernels (%d trained), %d rotary encodings", len(kernels), len(trained), len(rotary)
+        )
     return Measurements(rows=rows, evidence=evidence, summary=summary)

@@ -7,6 +7,11 @@ import numpy as np
 from posenc.analysis import Context, Measurements
 from posenc.plotting import style
 
+from .compute import FIXED, PROPERTIES, RANDOM_INIT, TRAINED
+
+# Kernels in this order: the formulas, the trained tables, then the untrained contrast.
+ORDER = {FIXED: 0, TRAINED: 1, RANDOM_INIT: 2}
+
 
 def _matrix(rows: list[dict], row: str, col: str, value: str) -> list[list[float]]:
     """Tidy rows {row: i, col: j, value: v} back into the matrix M[i][j]."""
@@ -64,23 +69,36 @@ def figure_offset_curves(m: Measurements, ctx: Context):
     return fig
 
 
+def _panel_title(source: str, encoding: str, seed) -> str:
+    """What a kernel panel shows: the encoding, and for a learned one how its parameters came."""
+    if source == TRAINED:
+        return f"{encoding} (trained, seed {seed})"
+    if source == RANDOM_INIT:
+        return f"{encoding} (random init)"
+    return encoding
+
+
 def figure_kernels(m: Measurements, ctx: Context):
-    """One heatmap per configured encoding, titled in the encoding's colour."""
+    """One heatmap per kernel (fixed, trained, then the random-init contrast), titled in the
+    encoding's colour; pairs a causal model never scores are left blank."""
     import matplotlib.pyplot as plt
 
     rows = m.rows["kernels"]
-    names = list(dict.fromkeys(r["encoding"] for r in rows))
-    n = len(names)
+    by_panel: dict[tuple, list[dict]] = {}
+    for r in rows:
+        by_panel.setdefault((r["source"], r["encoding"], r["seed"]), []).append(r)
+    panels = sorted(by_panel, key=lambda panel: ORDER[panel[0]])
+    n = len(panels)
     ncols = min(n, 3)
     nrows = math.ceil(n / ncols)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(3.6 * ncols, 3.2 * nrows), layout="constrained", squeeze=False
     )
-    for ax, encoding in zip(axes.flat, names):
-        K = _matrix([r for r in rows if r["encoding"] == encoding], "p", "q", "kernel")
-        vmax = max(abs(v) for line in K for v in line)
+    for ax, (source, encoding, seed) in zip(axes.flat, panels):
+        K = np.array(_matrix(by_panel[source, encoding, seed], "p", "q", "kernel"))
+        vmax = np.nanmax(np.abs(K))
         im = ax.imshow(K, cmap="RdBu", vmin=-vmax, vmax=vmax)
-        ax.set_title(encoding, color=style(encoding)["color"])
+        ax.set_title(_panel_title(source, encoding, seed), color=style(encoding)["color"])
         ax.set_xlabel("position q")
         ax.set_ylabel("position p")
         fig.colorbar(im, ax=ax, shrink=0.8)
@@ -142,23 +160,45 @@ def table_sweep(m: Measurements, ctx: Context):
     return columns, rows
 
 
+def _kernel_of(source: str, seeds: list, std: float) -> str:
+    if source == TRAINED:
+        return f"trained LM, seed{'s' if len(seeds) > 1 else ''} {', '.join(map(str, seeds))}"
+    if source == RANDOM_INIT:
+        return f"random init, N(0, {std:g}²)"
+    return "fixed formula"
+
+
+def _cell(values: list[float]):
+    """One value as it is; over several seeds mean ± half range; None (a dash) if undefined."""
+    defined = [v for v in values if v is not None and not math.isnan(v)]
+    if not defined:
+        return None
+    if len(values) == 1 or min(defined) == max(defined):
+        return defined[0]
+    mean, half = sum(defined) / len(defined), (max(defined) - min(defined)) / 2
+    return f"{mean:.4g} ± {half:.2g}"
+
+
 def table_properties(m: Measurements, ctx: Context):
+    """One row per encoding and kind of kernel (fixed, trained over its seeds, random init)."""
     columns = [
         "encoding",
+        "kernel of",
         "monotone up to",
         f"concordance ≤ {ctx.cfg['window']}",
         "translation deviation",
         "symmetry deviation",
     ]
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for p in m.rows["kernel_properties"]:
+        groups.setdefault((p["encoding"], p["source"]), []).append(p)
     rows = [
         [
-            p["encoding"],
-            p["monotone_range"],
-            p["concordance"],
-            p["translation_deviation"],
-            p["symmetry_deviation"],
+            encoding,
+            _kernel_of(source, [p["seed"] for p in group], ctx.cfg["kernels"]["learned_init_std"]),
+            *(_cell([p[name] for p in group]) for name in PROPERTIES),
         ]
-        for p in m.rows["kernel_properties"]
+        for (encoding, source), group in sorted(groups.items(), key=lambda g: ORDER[g[0][1]])
     ]
     return columns, rows
 

@@ -2,12 +2,37 @@
 encoding's positional kernel, and the long-term decay of rotary encodings. Torch-free: read by
 the workflow at parse time."""
 
+from pathlib import Path
+
+from posenc import registry
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def inputs(config: dict) -> dict[str, list[str]]:
+    """The character LMs the extrapolation study trains (rules in its ``rules.smk``) for every
+    configured encoding with learned parameters, one per seed: their kernels are the trained
+    tables Wang et al. analysed. None without an extrapolation section. The registry's metadata
+    is read as the Snakefile reads it (cached, without torch)."""
+    xp = config.get("extrapolation")
+    if not xp:
+        return {}
+    meta = registry.metadata(config.get("plugins", []), ROOT)
+    learned = [e for e in config["encodings"] if meta[e]["learned"]]
+    return {
+        "trained_models": [
+            f"results/extrapolation/models/lm/{e}/seed{s}/model.pt"
+            for e in learned
+            for s in xp["lm"]["seeds"]
+        ]
+    }
+
 
 def check_config(config: dict) -> list[str]:
-    """The seed's positions fit its table, one expected value per position, kernels fit RoPE."""
+    """The seed's positions fit its table, one expected value per position, kernels fit RoPE,
+    the window fits the kernels, the trained ones included."""
     cfg = config.get("similarity", {})
     problems = []
     seed = cfg.get("seed", {})
@@ -36,6 +61,12 @@ def check_config(config: dict) -> list[str]:
             f"config key similarity.window = {window}: must be < similarity.kernels.n_positions "
             f"= {n_kernel}"
         )
+    seq_len = config.get("extrapolation", {}).get("lm", {}).get("seq_len")
+    if window and seq_len and window >= seq_len:
+        problems.append(
+            f"config key similarity.window = {window}: must be < extrapolation.lm.seq_len = "
+            f"{seq_len} (a trained table has that many positions)"
+        )
     max_offset = cfg.get("max_offset")
     seed_offsets = [abs(j - seed["position"]) for j in others if seed.get("position") is not None]
     if max_offset and seed_offsets and max(seed_offsets) > max_offset:
@@ -55,6 +86,7 @@ SPEC = AnalysisSpec(
     id="similarity",
     title="Similarity of positions",
     csvs=("offset_profiles", "kernel_properties", "rotary_upper_bound"),
+    inputs=inputs,
     figures={
         "seed_heatmap": Figure(
             "The sinusoidal encoding of {seed[n_positions]} positions in d={seed[d_model]} "
@@ -66,9 +98,14 @@ SPEC = AnalysisSpec(
             "encodings of positions k apart, for d in {dims} and each base."
         ),
         "kernels": Figure(
-            "Positional kernel K(p, q) of each encoding over {kernels[n_positions]} positions "
-            "(d={kernels[d_model]}, {kernels[n_heads]} heads); learned parameters drawn at "
-            "random to stand in for a trained model."
+            "Positional kernel K(p, q) of each encoding. Fixed encodings: over "
+            "{kernels[n_positions]} positions (d={kernels[d_model]}, {kernels[n_heads]} heads). "
+            "Panels marked “trained”: the learned encodings as trained in the character LMs of "
+            "the extrapolation section (seed {trained[seed]}, d={trained[d_model]}, "
+            "{trained[n_heads]} heads, {trained[n_positions]} positions), on the pairs q ≤ p "
+            "that a causal model scores (blank: never scored). Panels marked “random init”: "
+            "the same encodings with their parameters drawn from "
+            "N(0, {kernels[learned_init_std]}²), the untrained contrast."
         ),
         "long_term_decay": Figure(
             "Relative upper bound of each rotary encoding versus relative distance (Su et al. "
@@ -87,8 +124,11 @@ SPEC = AnalysisSpec(
             csv="offset_profiles",
         ),
         "properties": Table(
-            "Wang et al.'s properties of each encoding's positional kernel over "
-            "{kernels[n_positions]} positions.",
+            "Wang et al.'s properties of each encoding's positional kernel: fixed encodings "
+            "over {kernels[n_positions]} positions; learned ones as trained (mean ± half range "
+            "over the seeds named, pairs q ≤ p, {trained[n_positions]} positions) and, as a "
+            "contrast, drawn at random. Symmetry is undefined (—) where a causal model scores "
+            "no pair both ways.",
             csv="kernel_properties",
         ),
         "long_term_decay": Table(
@@ -119,13 +159,14 @@ SPEC = AnalysisSpec(
             "similarity.monotone_near",
             "Near offset 0 the kernel falls strictly at every offset of the near window (half "
             "periods π/ω_max of the fastest wave), for the sinusoidal encoding at every d and "
-            "base swept and for the kernels of the fixed encodings ({fixed}). With ω_max = 1 "
-            "for every d and base, every term cos(ω·k) with ω ≤ ω_max falls over the first "
-            "half period of the fastest wave, so this holds by construction: it is an identity "
-            "check of the kernel's first half period, not evidence that similarity decays at "
-            "larger offsets. Each number is the first offset at which the kernel does not fall "
+            "base swept and for the kernels of the fixed encodings ({fixed}). An identity "
+            "check, not a finding: ω_max = 1 for every d and base, and every term cos(ω·k) with "
+            "0 < ω ≤ ω_max falls over the first half period of the fastest wave, so a sum of "
+            "them must fall there. Whether similarity keeps falling at larger offsets is what "
+            "the concordance columns of the sweep and properties tables measure; no verdict "
+            "rests on them. Each number is the first offset at which the kernel does not fall "
             "(one past the end if it never rises), in half periods π/ω_max.",
-            kind="empirical",
+            kind="identity",
             checks=(
                 Check(
                     "monotone_reach",
@@ -139,8 +180,9 @@ SPEC = AnalysisSpec(
         Claim(
             "similarity.translation_invariance",
             "The kernel depends on the offset p − q only (not on p) for every encoding but a "
-            "learned absolute table ({invariant}); each number is the spread of K(p, p+k) over "
-            "p, largest over offsets k, for N positions.",
+            "learned absolute table ({invariant}), a learned one as trained in the character "
+            "LMs (every seed, on the pairs q ≤ p a causal model scores); each number is the "
+            "spread of K(p, p+k) over p, largest over offsets k, for N positions.",
             kind="identity",
             checks=(
                 Check(
