@@ -45,9 +45,16 @@ class Table:
 
 @dataclass(frozen=True)
 class Resources:
+    """What an analysis' job asks of the scheduler. ``threads``: the threads it computes on.
+    ``exclusive``: the job must run with nothing beside it (timings: another job would share
+    its caches, memory bandwidth and allocator): the rule then holds every core the workflow
+    has (``--cores``), and under SLURM asks for a node of its own; it still computes on
+    ``threads``."""
+
     threads: int = 1
     mem_mb: int = 2000
     runtime: int = 15  # minutes
+    exclusive: bool = False
 
 
 @dataclass(frozen=True)

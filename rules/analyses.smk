@@ -9,6 +9,15 @@ for name, spec in ANALYSES.items():
 
         include: f"../analyses/{name}/rules.smk"
 
+    # An exclusive job (timings) holds every core of a local run, so the scheduler starts
+    # nothing beside it (its compute still runs on the spec's threads); under SLURM, where
+    # --cores is unset, it asks for a node of its own.
+    held_threads = spec.resources.threads
+    held_node = {}
+    if spec.resources.exclusive:
+        held_threads = workflow.resource_settings.cores or spec.resources.threads
+        held_node = {"slurm_extra": "--exclusive"}
+
     rule:
         name:
             name
@@ -20,8 +29,9 @@ for name, spec in ANALYSES.items():
             log_path(name),
         benchmark:
             bench_path(name)
-        threads: spec.resources.threads
+        threads: held_threads
         resources:
+            **held_node,
             mem_mb=spec.resources.mem_mb,
             runtime=spec.resources.runtime,
         params:

@@ -1,7 +1,9 @@
-"""The complexity analysis: the fits on synthetic timings, each encoding's timed work, the
-verdicts the claims give, a tiny real run, and encodings registered from outside."""
+"""The complexity analysis: the fits in L and in d on synthetic timings, each encoding's timed
+work, the page faults and caches behind a step, the verdicts the claims give at every width, a
+tiny real run, encodings registered from outside, and the rule that runs it alone."""
 
 import logging
+import re
 import time
 from pathlib import Path
 
@@ -9,11 +11,12 @@ import matplotlib
 import pytest
 import torch
 import yaml
+from workflow_utils import copy_workflow, snakemake
 
 from analyses.complexity import compute as cx
 from analyses.complexity import present
 from analyses.complexity.spec import SPEC, check_lengths
-from posenc.analysis import Context
+from posenc.analysis import Context, Measurements
 from posenc.claims import evaluate
 from posenc.encodings import (
     REGISTRY,
@@ -31,34 +34,41 @@ ROOT = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
 CFG = yaml.safe_load(
     """
-d_model: 8
-n_heads: 2
+d_models: [8, 16]
+head_dim: 4
 batch: 1
 causal: false
 lengths: [16, 32, 64]
 attention_max_len: 64
 bias_max_len: 32
-attention_fit_min_len: 32
+attention_fit_min_len_per_d: 2
 encoding_fit_min_len: 32
 warmup: 1
 min_run_time: 0.001
+min_blocks: 3
 thresholds: {pe_slope: 1.0, pe_slope_tol: 0.2, pe_max_fraction: 0.05, attention_slope: 2.0,
-             attention_slope_tol: 0.2}
+             attention_slope_tol: 0.2, d_slope: 1.0, d_slope_tol: 0.2}
 """
 )
 ENCODING = {"base": 10000, "rope_base": 10000, "t5_num_buckets": 32, "t5_max_distance": 128}
 BUILT_IN = list(REGISTRY)  # before any test registers its own
-IDS = ["complexity.pe_linear", "complexity.attention_quadratic"]
+IDS = [
+    "complexity.pe_linear",
+    "complexity.attention_quadratic",
+    "complexity.pe_linear_in_d",
+    "complexity.attention_linear_in_d",
+]
 # For runs whose fits must exist: every workload's time well above its per-call cost t0 over
-# its fit range (even a table, at 32 K elements), and enough warm-up that the time at L = 1
+# its fit range (even a table, at 16 K elements), and enough warm-up that the time at L = 1
 # is not the first call's.
 RUN_CFG = {
     **CFG,
-    "d_model": 32,
+    "d_models": [16, 32],
+    "head_dim": 8,
     "lengths": [256, 512, 1024],
     "attention_max_len": 1024,
     "bias_max_len": 512,
-    "attention_fit_min_len": 512,
+    "attention_fit_min_len_per_d": 16,
     "encoding_fit_min_len": 512,
     "warmup": 5,
     "min_run_time": 0.01,
@@ -85,15 +95,22 @@ def context(cfg=RUN_CFG, encodings=BUILT_IN) -> Context:
     )
 
 
-def synthetic(workload: str, acts_on: str, t0: float, c: float, alpha: float) -> list[dict]:
+def synthetic(
+    workload: str, acts_on: str, t0: float, c: float, alpha: float, d: int = 8, beta: float = 1
+) -> list[dict]:
+    """t(L, d) = t0 + c · L^alpha · d^beta at the lengths a fit uses."""
     return [
         {
             "workload": workload,
             "acts_on": acts_on,
+            "d_model": d,
+            "heads": d // 4,
             "length": n,
-            "median_s": t0 + c * n**alpha,
+            "median_s": t0 + c * n**alpha * d**beta,
             "iqr_s": 0.0,
             "repeats": 1,
+            "out_bytes": 4 * n * d,
+            "fresh_bytes": 0.0,
         }
         for n in (1, 256, 512, 1024, 2048, 4096)
     ]
@@ -106,95 +123,207 @@ def test_log_log_fit_recovers_a_power_law():
     assert intercept == pytest.approx(torch.log(torch.tensor(3e-6)).item())
 
 
-def test_fits_remove_the_per_call_overhead():
-    cfg = {**CFG, "attention_fit_min_len": 512, "encoding_fit_min_len": 512}
-    rows = synthetic("table", "input", 2e-5, 1e-9, 1.0) + synthetic(
-        cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0
+def test_fits_remove_the_per_call_overhead_at_every_width():
+    cfg = {**CFG, "attention_fit_min_len_per_d": 64, "encoding_fit_min_len": 512}
+    rows = []
+    for d in (8, 16):
+        rows += synthetic("table", "input", 2e-5, 1e-9, 1.0, d)
+        rows += synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, d)
+    by = {(f["workload"], f["d_model"]): f for f in cx.fits(rows, cfg)}
+    assert set(by) == {("table", 8), ("table", 16), (cx.ATTENTION, 8), (cx.ATTENTION, 16)}
+    for d in (8, 16):
+        assert by[("table", d)]["slope"] == pytest.approx(1.0, abs=1e-2)
+        assert by[(cx.ATTENTION, d)]["slope"] == pytest.approx(2.0, abs=1e-2)
+        assert (by[("table", d)]["fit_from"], by[("table", d)]["fit_to"]) == (512, 4096)
+        # Attention's window starts at a fixed multiple of d, set in the config.
+        assert by[(cx.ATTENTION, d)]["fit_from"] == 64 * d
+    assert by[("table", 8)]["slope_raw"] < 0.9  # the overhead flattens the raw times
+    assert by[("table", 8)]["overhead_s"] == pytest.approx(2e-5 + 1e-9 * 8)
+
+
+def test_the_fit_windows_come_from_the_config_alone():
+    """The same timings fitted under two configs: the windows follow the config, not the data."""
+    rows = synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, 16) + synthetic(
+        "table", "input", 2e-5, 1e-9, 1.0, 16
     )
-    by = {f["workload"]: f for f in cx.fits(rows, cfg)}
-    assert by["table"]["slope"] == pytest.approx(1.0, abs=1e-2)  # t(1) holds one element
-    assert by[cx.ATTENTION]["slope"] == pytest.approx(2.0, abs=1e-2)
-    assert by["table"]["slope_raw"] < 0.9  # the overhead flattens the raw times
-    assert by["table"]["overhead_s"] == pytest.approx(2e-5 + 1e-9)
-    assert (by["table"]["fit_from"], by["table"]["fit_to"]) == (512, 4096)
+    for per_d, enc_min in ((16, 256), (64, 2048)):
+        cfg = {**CFG, "attention_fit_min_len_per_d": per_d, "encoding_fit_min_len": enc_min}
+        by = {f["workload"]: f for f in cx.fits(rows, cfg)}
+        assert by[cx.ATTENTION]["fit_from"] == per_d * 16
+        assert by["table"]["fit_from"] == enc_min
 
 
-def test_flop_model_slope():
+def test_flop_model_slopes():
     assert cx.flop_model_slope(128, 64) == pytest.approx(1.5)
     assert cx.flop_model_slope(10**9, 64) == pytest.approx(2.0, abs=1e-6)
+    # In d: 1 + 2D / (L + 2D) at each D; 1 once L >> 2D, toward 2 (the projections) at L << D.
+    assert cx.flop_model_d_slope(10**9, [64, 128, 256]) == pytest.approx(1.0, abs=1e-5)
+    assert cx.flop_model_d_slope(1, [10**4, 10**5]) == pytest.approx(2.0, abs=1e-3)
+    at = cx.flop_model_d_slope(16384, [64, 128, 256])
+    assert 1 + 128 / (16384 + 128) < at < 1 + 512 / (16384 + 512)
 
 
-def verdicts_with(pe_slope: float, att_slope: float, ratio: float) -> list[dict]:
-    fitted = [
-        {"workload": "table", "slope": pe_slope, "fit_from": 512, "fit_to": 4096},
-        {"workload": cx.ATTENTION, "slope": att_slope, "fit_from": 512, "fit_to": 4096},
+def test_d_fits_recover_the_exponent_in_d_at_the_largest_length():
+    rows = []
+    for d in (16, 32, 64):
+        rows += synthetic("table", "input", 2e-5, 1e-9, 1.0, d, beta=1.0)
+        rows += synthetic("wide", "input", 2e-5, 1e-12, 1.0, d, beta=2.0)
+        rows += synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, d, beta=1.0)
+    by = {f["workload"]: f for f in cx.d_fits(rows, [16, 32, 64])}
+    assert by["table"]["slope"] == pytest.approx(1.0, abs=1e-6)  # t0 removed exactly
+    assert by["wide"]["slope"] == pytest.approx(2.0, abs=1e-6)
+    assert by["table"]["length"] == 4096 and by["table"]["points"] == 3
+    assert by["table"]["flop_model_slope"] is None
+    assert by[cx.ATTENTION]["flop_model_slope"] == cx.flop_model_d_slope(4096, [16, 32, 64])
+    assert by["table"]["seconds"][32] == pytest.approx(2e-5 + 1e-9 * 4096 * 32)
+    # One width: no slope in d.
+    assert cx.d_fits(synthetic("table", "input", 2e-5, 1e-9, 1.0, 16), [16]) == []
+
+
+def fitted_at(pe: dict[int, float], att: dict[int, float]) -> list[dict]:
+    return [
+        {"workload": "table", "d_model": d, "slope": v, "fit_from": 512, "fit_to": 4096}
+        for d, v in pe.items()
+    ] + [
+        {"workload": cx.ATTENTION, "d_model": d, "slope": v, "fit_from": 16 * d, "fit_to": 4096}
+        for d, v in att.items()
     ]
-    evidence = cx.evidence(fitted, {"table": ratio}, ["table"], CFG["d_model"])
-    return evaluate(SPEC.claims, evidence, CFG, "complexity")
+
+
+def d_fitted_at(pe_d: float, att_d: float) -> list[dict]:
+    return [
+        {"workload": "table", "length": 4096, "slope": pe_d, "flop_model_slope": None},
+        {"workload": cx.ATTENTION, "length": 1024, "slope": att_d, "flop_model_slope": 1.01},
+    ]
+
+
+def verdicts_with(pe, att, ratio, pe_d=1.0, att_d=1.0) -> list[dict]:
+    pe = pe if isinstance(pe, dict) else {8: pe}
+    att = att if isinstance(att, dict) else {8: att}
+    ratios = {f"table d={d}": ratio for d in pe}
+    ev = cx.evidence(fitted_at(pe, att), d_fitted_at(pe_d, att_d), ratios, ["table"])
+    return evaluate(SPEC.claims, ev, CFG, "complexity")
 
 
 @pytest.mark.parametrize(
-    "pe, att, ratio, verdicts",
+    "pe, att, ratio, pe_d, att_d, verdicts",
     [
-        (1.05, 1.95, 0.01, ("pass", "pass")),
-        (1.5, 1.95, 0.01, ("fail", "pass")),
-        (0.7, 1.95, 0.01, ("fail", "pass")),  # too flat is as wrong as too steep
-        (1.0, 1.5, 0.01, ("pass", "fail")),
-        (1.0, 2.3, 0.01, ("pass", "fail")),
-        (1.0, 2.0, 0.5, ("fail", "pass")),  # linear, but not negligible next to attention
+        (1.05, 1.95, 0.01, 1.0, 1.0, ("pass", "pass", "pass", "pass")),
+        (1.5, 1.95, 0.01, 1.0, 1.0, ("fail", "pass", "pass", "pass")),
+        (0.7, 1.95, 0.01, 1.0, 1.0, ("fail", "pass", "pass", "pass")),  # too flat: wrong too
+        (1.0, 1.5, 0.01, 1.0, 1.0, ("pass", "fail", "pass", "pass")),
+        (1.0, 2.3, 0.01, 1.0, 1.0, ("pass", "fail", "pass", "pass")),
+        (1.0, 2.0, 0.5, 1.0, 1.0, ("fail", "pass", "pass", "pass")),  # linear, not negligible
+        (1.0, 2.0, 0.01, 0.5, 1.0, ("pass", "pass", "fail", "pass")),  # overhead-bound in d
+        (1.0, 2.0, 0.01, 1.0, 1.9, ("pass", "pass", "pass", "fail")),  # projections' d^2
+        (1.0, 2.0, 0.01, 1.15, 0.85, ("pass", "pass", "pass", "pass")),
     ],
 )
-def test_verdicts_follow_the_thresholds(pe, att, ratio, verdicts):
-    claims = verdicts_with(pe, att, ratio)
+def test_verdicts_follow_the_thresholds(pe, att, ratio, pe_d, att_d, verdicts):
+    claims = verdicts_with(pe, att, ratio, pe_d, att_d)
     assert tuple(c["verdict"] for c in claims) == verdicts
     assert [c["id"] for c in claims] == IDS
-    # The ledger carries the raw slopes (compared with the config's exponents), not deviations.
-    assert claims[0]["measured"]["log-log slope"] == {"table": pe}
-    assert claims[1]["measured"]["attention log-log slope"] == att
-    assert claims[1]["measured"]["attention fit range"] == "512–4096"
+    # The ledger carries the raw slopes (compared with the config's exponents), by label.
+    assert claims[0]["measured"]["log-log slope"] == {"table d=8": pe}
+    assert claims[1]["measured"]["attention log-log slope"] == {"d=8": att}
+    assert claims[1]["measured"]["attention fit range"] == {"d=8": "128–4096"}
+    assert claims[2]["measured"] == {"table L=4096": pe_d}
+    assert claims[3]["measured"]["attention log-log slope in d"] == att_d
+    assert claims[3]["measured"]["attention d length"] == 1024
+
+
+def test_a_claim_holds_only_if_it_holds_at_every_width():
+    good = verdicts_with({64: 1.0, 128: 1.0, 256: 1.0}, {64: 2.0, 128: 2.0, 256: 2.0}, 0.01)
+    assert [c["verdict"] for c in good[:2]] == ["pass", "pass"]
+    one_bad = verdicts_with({64: 1.0, 128: 1.0, 256: 1.4}, {64: 2.0, 128: 1.6, 256: 2.0}, 0.01)
+    assert [c["verdict"] for c in one_bad[:2]] == ["fail", "fail"]
+    assert set(one_bad[0]["measured"]["log-log slope"]) == {
+        "table d=64",
+        "table d=128",
+        "table d=256",
+    }
 
 
 def test_claims_are_na_without_their_workloads():
-    """No table encoding and no attention fit: both claims n/a, with a generated reason."""
-    evidence = cx.evidence([], {}, [], CFG["d_model"])
-    claims = evaluate(SPEC.claims, evidence, CFG, "complexity")
-    assert [c["verdict"] for c in claims] == ["n/a", "n/a"]
+    """No table encoding and no attention fit: every claim n/a, with a generated reason."""
+    claims = evaluate(SPEC.claims, cx.evidence([], [], {}, []), CFG, "complexity")
+    assert [c["verdict"] for c in claims] == ["n/a"] * 4
     assert all(c["reason"] for c in claims)
 
 
 def test_a_table_not_timed_where_attention_was_fails():
-    fitted = [
-        {"workload": "table", "slope": 1.0, "fit_from": 512, "fit_to": 4096},
-        {"workload": cx.ATTENTION, "slope": 2.0, "fit_from": 512, "fit_to": 4096},
-    ]
-    evidence = cx.evidence(fitted, {}, ["table"], CFG["d_model"])
-    assert evaluate(SPEC.claims, evidence, CFG, "complexity")[0]["verdict"] == "fail"
+    ev = cx.evidence(fitted_at({8: 1.0}, {8: 2.0}), d_fitted_at(1.0, 1.0), {}, ["table"])
+    assert evaluate(SPEC.claims, ev, CFG, "complexity")[0]["verdict"] == "fail"
 
 
-def test_ratios_at_every_length_with_gaps_where_untimed():
-    """Each encoding over attention at the same L; None where either was not timed there."""
+def timing_row(workload, d, length, t, acts_on="input", out_bytes=4, fresh_bytes=0.0):
+    return {
+        "workload": workload,
+        "acts_on": acts_on,
+        "d_model": d,
+        "heads": d // 4,
+        "length": length,
+        "median_s": t,
+        "out_bytes": out_bytes,
+        "fresh_bytes": fresh_bytes,
+    }
+
+
+def test_ratios_at_every_length_and_width_with_gaps_where_untimed():
+    """Each encoding over attention at the same width and L; None where either was not
+    timed there."""
     rows = (
-        [
-            {"workload": cx.ATTENTION, "acts_on": "layer", "length": n, "median_s": t}
-            for n, t in ((1, 1.0), (16, 2.0), (32, 8.0))
-        ]
+        [timing_row(cx.ATTENTION, 8, n, t, "layer") for n, t in ((1, 1.0), (16, 2.0), (32, 8.0))]
+        + [timing_row(cx.ATTENTION, 16, n, t, "layer") for n, t in ((1, 1.0), (16, 4.0))]
         + [
-            {"workload": "table", "acts_on": "input", "length": n, "median_s": t}
+            timing_row("table", d, n, t)
+            for d in (8, 16)
             for n, t in ((1, 0.5), (16, 0.5), (32, 1.0), (64, 2.0))
         ]
-        + [
-            {"workload": "bias", "acts_on": "bias", "length": n, "median_s": t}
-            for n, t in ((1, 0.25), (16, 1.0))
-        ]
+        + [timing_row("bias", 8, n, t, "bias") for n, t in ((1, 0.25), (16, 1.0))]
     )
-    got = {(r["workload"], r["length"]): r for r in cx.ratios(rows, [16, 32, 64])}
-    assert len(got) == 6  # two encodings x three lengths, no attention row
-    assert got[("table", 16)]["ratio"] == 0.25 and got[("table", 32)]["ratio"] == 0.125
-    assert got[("table", 64)]["ratio"] is None  # attention not timed at 64
-    assert got[("table", 64)]["encoding_s"] == 2.0 and got[("table", 64)]["attention_s"] is None
-    assert got[("bias", 16)]["ratio"] == 0.5
-    assert got[("bias", 32)]["ratio"] is None and got[("bias", 32)]["encoding_s"] is None
-    assert got[("bias", 32)]["acts_on"] == "bias"
+    got = {(r["workload"], r["d_model"], r["length"]): r for r in cx.ratios(rows, [16, 32, 64])}
+    assert len(got) == 9  # (table, 2 widths) + (bias, 1 width), x three lengths; no attention
+    assert got[("table", 8, 16)]["ratio"] == 0.25 and got[("table", 8, 32)]["ratio"] == 0.125
+    assert got[("table", 16, 16)]["ratio"] == 0.125  # against attention of its own width
+    assert got[("table", 16, 32)]["ratio"] is None  # attention at d = 16 not timed at 32
+    assert got[("table", 8, 64)]["ratio"] is None  # attention not timed at 64
+    assert (
+        got[("table", 8, 64)]["encoding_s"] == 2.0 and got[("table", 8, 64)]["attention_s"] is None
+    )
+    assert got[("bias", 8, 16)]["ratio"] == 0.5
+    assert got[("bias", 8, 32)]["ratio"] is None and got[("bias", 8, 32)]["encoding_s"] is None
+    assert got[("bias", 8, 32)]["acts_on"] == "bias"
+    ratio_len, ratio = cx.ratio_to_attention(rows)
+    assert ratio_len == 32 and ratio == {"table d=8": 0.125}  # no attention at d = 16 there
+
+
+def test_steps_find_the_largest_rise_in_time_per_byte():
+    mib = 2**20
+    rows = [
+        timing_row("bias", 8, n, t, "bias", out_bytes=b * mib, fresh_bytes=f * mib)
+        for n, t, b, f in (
+            (1, 1e-5, 1e-6, 0.0),
+            (256, 1.0, 1, 0.0),
+            (512, 4.0, 4, 0.0),  # 4x the bytes, 4x the time: no step
+            (1024, 48.0, 16, 64.0),  # 4x the bytes, 12x the time, and fresh pages
+            (2048, 200.0, 64, 256.0),
+        )
+    ]
+    (step,) = cx.steps(rows)
+    assert (step["from_len"], step["to_len"]) == (512, 1024)
+    assert step["time_x"] == pytest.approx(12.0) and step["bytes_x"] == pytest.approx(4.0)
+    assert step["per_byte_x"] == pytest.approx(3.0)
+    assert (step["out_mib_from"], step["out_mib_to"]) == (4, 16)
+    assert (step["fresh_mib_from"], step["fresh_mib_to"]) == (0.0, 64.0)
+    assert cx.steps([timing_row(cx.ATTENTION, 8, 16, 1.0, "layer")]) == []
+
+
+def test_output_bytes_of_tensors_and_tuples():
+    a, b = torch.zeros(3, 4), torch.zeros(5, dtype=torch.float64)
+    assert cx.output_bytes(a) == 48
+    assert cx.output_bytes((a, b)) == 48 + 40
+    assert cx.output_bytes(None) == 0
 
 
 def test_median_time_measures_a_known_sleep():
@@ -202,13 +331,76 @@ def test_median_time_measures_a_known_sleep():
     assert name == "wall time"
     t = cx.median_time(lambda: time.sleep(0.002), warmup=1, min_run_time=0.02, timer=timer)
     assert 0.0015 < t["median_s"] < 0.05
+    assert t["out_bytes"] == 0 and t["repeats"] >= 3
+
+
+@pytest.mark.parametrize("seconds", [0.0005, 0.015])
+def test_the_median_is_of_several_blocks_even_for_a_long_call(seconds):
+    """A call longer than min_run_time (one block of its own) and a short one (blocked by
+    torch.utils.benchmark) both get at least min_blocks timed blocks."""
+    t = cx.median_time(lambda: time.sleep(seconds), 1, 1e-4, time.perf_counter, min_blocks=4)
+    assert t["repeats"] >= 4
+    assert seconds * 0.9 < t["median_s"] < seconds * 3
+
+
+@pytest.mark.skipif(cx.minor_faults() is None, reason="no page-fault counts on this OS")
+def test_median_time_counts_the_pages_a_call_maps_afresh():
+    """A 64 MiB block is above the C allocator's largest threshold for reusing freed memory,
+    so each call faults every page of a fresh one in; a 4 KiB one is reused."""
+    big = cx.median_time(lambda: torch.ones(2**24), 1, 0.02, time.perf_counter)
+    small = cx.median_time(lambda: torch.ones(2**10), 1, 0.02, time.perf_counter)
+    assert big["out_bytes"] == 2**26 and small["out_bytes"] == 2**12
+    assert big["fresh_bytes"] >= 0.9 * big["out_bytes"]
+    assert small["fresh_bytes"] < 0.1 * small["out_bytes"]
+
+
+def test_cache_sizes_read_from_sysfs(tmp_path):
+    for i, (level, kind, size, cpus) in enumerate(
+        [
+            (1, "Data", "48K", "0"),
+            (1, "Instruction", "64K", "0"),
+            (2, "Unified", "2048K", "0"),
+            (3, "Unified", "32M", "0-7"),
+        ]
+    ):
+        index = tmp_path / f"index{i}"
+        index.mkdir()
+        for name, value in (
+            ("level", level),
+            ("type", kind),
+            ("size", size),
+            ("shared_cpu_list", cpus),
+        ):
+            (index / name).write_text(f"{value}\n")
+    caches = cx.cache_sizes(tmp_path)
+    assert caches["source"] == str(tmp_path)
+    assert [(c["level"], c["bytes"]) for c in caches["levels"]] == [
+        (1, 48 * 2**10),
+        (2, 2 * 2**20),
+        (3, 32 * 2**20),
+    ]  # instruction caches hold no data
+    assert cx.last_levels(caches) == (2 * 2**20, 32 * 2**20)
+
+
+def test_cache_sizes_fall_back_to_unknown(tmp_path, monkeypatch):
+    def no_sysconf(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(cx.os, "sysconf", no_sysconf)
+    caches = cx.cache_sizes(tmp_path / "absent")
+    assert caches == {"source": "unknown", "levels": []}
+    assert cx.last_levels(caches) == (None, None)
+    m = Measurements(summary={}, timing={"machine": {"caches": caches}})
+    assert present.table_caches(m, None)[1] == [[None, "unknown", None, None, "unknown"]]
 
 
 @pytest.mark.parametrize("name", BUILT_IN)
 def test_every_encoding_does_its_own_work(name):
     """What each place of action times, selected by base class, never by name."""
-    length, b, h, d = 16, CFG["batch"], CFG["n_heads"], CFG["d_model"]
-    enc = cx.encoding_module(name, CFG, ENCODING, length, CPU)
+    length, b, d = 16, CFG["batch"], CFG["d_models"][-1]
+    h = cx.heads(CFG, d)
+    enc = cx.encoding_module(name, CFG, d, ENCODING, length, CPU)
+    assert enc.params.n_heads == h and enc.params.head_dim == CFG["head_dim"]
     fn = cx.encoding_workload(enc, CFG, length, CPU)
     if not REGISTRY[name].positional:
         assert fn is None
@@ -233,68 +425,99 @@ def test_every_encoding_does_its_own_work(name):
         assert torch.equal(out, enc.score_bias(positions, positions, CFG["causal"]))
 
 
-def test_tiny_measurement_has_every_workload_and_length():
+def test_tiny_measurement_has_every_workload_length_and_width():
     rows, tables, quadratic = cx.measure(CFG, BUILT_IN, ENCODING, 0, CPU)
-    seen = {(r["workload"], r["length"]) for r in rows}
+    seen = {(r["workload"], r["d_model"], r["length"]) for r in rows}
     timed = [n for n in BUILT_IN if REGISTRY[n].positional]
     assert tables and quadratic
-    for n in (1, *CFG["lengths"]):
-        assert (cx.ATTENTION, n) in seen
-        for name in timed:
-            capped = name in quadratic and n > CFG["bias_max_len"]
-            assert ((name, n) in seen) is not capped  # quadratic ones capped at bias_max_len
+    for d in CFG["d_models"]:
+        for n in (1, *CFG["lengths"]):
+            assert (cx.ATTENTION, d, n) in seen
+            for name in timed:
+                capped = name in quadratic and n > CFG["bias_max_len"]
+                assert ((name, d, n) in seen) is not capped  # quadratic: up to bias_max_len
     assert not any(r["workload"] not in timed + [cx.ATTENTION] for r in rows)  # NoPE: no work
     assert all(r["median_s"] > 0 for r in rows)
+    assert all(r["heads"] == r["d_model"] // CFG["head_dim"] for r in rows)
+    table = next(r for r in rows if r["workload"] in tables and r["length"] == 32)
+    assert table["out_bytes"] == 4 * 32 * table["d_model"]  # an (L, d) float32 table
 
 
 def test_compute_and_present_on_a_small_run(one_thread):
     m = cx.compute(context())
-    # Every table with a fit is in the evidence. Whether a cheap table's times rise above the
-    # per-call overhead on a loaded machine is timing, not logic: a table may lack a fit.
-    fitted = {f["workload"] for f in m.summary["fits"]}
-    assert set(m.evidence["table_slope"]) == fitted & set(m.summary["tables"])
+    # Every table with a fit is in the evidence, at every width. Whether a cheap table's times
+    # rise above the per-call overhead on a loaded machine is timing, not logic: a table may
+    # lack a fit.
+    fitted = {cx.label(f["workload"], f["d_model"]) for f in m.summary["fits"]}
+    tables = {cx.label(n, d) for n in m.summary["tables"] for d in RUN_CFG["d_models"]}
+    assert set(m.evidence["table_slope"]) == fitted & tables
     assert m.evidence["table_slope"]
-    assert m.evidence["attention_fit_slope"] is not None
-    assert m.evidence["flop_model_slope"] == m.summary["expected_attention_slope"]
+    assert set(m.evidence["attention_fit_slope"]) == {f"d={d}" for d in RUN_CFG["d_models"]}
+    assert m.evidence["attention_fit_range"] == {"d=16": "256–1024", "d=32": "512–1024"}
+    assert list(m.evidence["flop_model_slope"].values()) == m.summary["expected_attention_slopes"]
+    assert m.evidence["attention_d_length"] == RUN_CFG["attention_max_len"]
     assert m.summary["ratio_len"] == RUN_CFG["attention_max_len"]
+    assert m.summary["threads"] == SPEC.resources.threads  # whatever the rule held
+    assert m.timing["machine"]["page_bytes"] > 0
+    assert "machine" not in m.summary  # machine-specific: timing.json only
     columns, rows = present.table_slopes(m, context())
-    assert [r[0] for r in rows] == [f["workload"] for f in m.summary["fits"]]
+    assert [(r[0], r[2]) for r in rows] == [
+        (f["workload"], f["d_model"]) for f in m.summary["fits"]
+    ]
     assert all(len(r) == len(columns) for r in rows)
+    columns, rows = present.table_d_slopes(m, context())
+    assert columns[-2:] == ["d = 16 (s)", "d = 32 (s)"]
+    assert {r[0] for r in rows} >= {cx.ATTENTION, *m.summary["tables"]}
     fig = present.figure_scaling(m, context())
-    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert len(labels) == len({r["workload"] for r in m.rows["timings"]})
-    # The ratio table: every encoding timed, every configured L; a gap only where untimed.
+    assert len(fig.axes) == len(RUN_CFG["d_models"])
+    for ax, d in zip(fig.axes, RUN_CFG["d_models"]):
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert len(labels) == len({r["workload"] for r in m.rows["timings"] if r["d_model"] == d})
+        assert f"d = {d}" in ax.get_title()
+    fig = present.figure_memory(m, context())
+    top = fig.axes[0]
+    cache_lines = [
+        ln for ln in top.get_lines() if ln.get_linestyle() == "--" and ln.get_color() == "grey"
+    ]
+    assert len(cache_lines) == len(m.timing["machine"]["caches"]["levels"])
+    # The ratio table: every encoding timed at every width, every configured L; a gap only
+    # where untimed.
     columns, rows = present.table_ratios(m, context())
-    assert columns[2:] == [f"L = {n}" for n in RUN_CFG["lengths"]]
-    timed = {r["workload"] for r in m.rows["timings"]} - {cx.ATTENTION}
-    assert {r[0] for r in rows} == timed and len(rows) == len(timed)
-    times = {(r["workload"], r["length"]): r["median_s"] for r in m.rows["timings"]}
+    assert columns[3:] == [f"L = {n}" for n in RUN_CFG["lengths"]]
+    timed = {(r["workload"], r["d_model"]) for r in m.rows["timings"]} - {
+        (cx.ATTENTION, d) for d in RUN_CFG["d_models"]
+    }
+    assert {(r[0], r[2]) for r in rows} == timed and len(rows) == len(timed)
+    times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
     for row in rows:
-        for n, value in zip(RUN_CFG["lengths"], row[2:]):
-            if (row[0], n) in times and (cx.ATTENTION, n) in times:
-                assert value == times[(row[0], n)] / times[(cx.ATTENTION, n)]
-            else:
-                assert value is None
+        for n, value in zip(RUN_CFG["lengths"], row[3:]):
+            enc, att = times.get((row[0], row[2], n)), times.get((cx.ATTENTION, row[2], n))
+            assert value == (enc / att if enc is not None and att is not None else None)
     capped = [r for r in rows if r[0] in m.summary["quadratic"]]
     assert capped and all(r[-1] is None for r in capped)  # beyond bias_max_len
     # The claim's ratio is the table's last timed column.
     for name, value in m.summary["pe_to_attention"].items():
         assert m.summary["ratios"][name][m.summary["ratio_len"]] == value
+    # One step per encoding and width, in the memory table with the cache ratios.
+    columns, rows = present.table_memory(m, context())
+    assert len(rows) == len(m.summary["steps"]) == len(timed)
+    assert all(len(r) == len(columns) for r in rows)
 
 
 def test_claims_fail_on_a_real_run_when_they_cannot_hold(one_thread):
-    """Thresholds no timing can meet: both claims must fail, not pass or go n/a."""
+    """Thresholds no timing can meet: every claim must fail, not pass or go n/a."""
     cfg = {
         **RUN_CFG,
         "thresholds": {
             **RUN_CFG["thresholds"],
             "pe_max_fraction": 1e-12,
             "attention_slope_tol": 1e-9,
+            "d_slope_tol": 1e-9,
         },
     }
     m = cx.compute(context(cfg))
     claims = evaluate(SPEC.claims, m.evidence, cfg, "complexity")
-    assert [c["verdict"] for c in claims] == ["fail", "fail"]
+    assert [c["verdict"] for c in claims] == ["fail"] * 4
 
 
 class WideSinusoidal(InputEncoding):
@@ -309,7 +532,7 @@ class DistanceBias(BiasEncoding):
 
     def score_bias(self, q_pos, k_pos, causal):
         rel = (q_pos[:, None] - k_pos[None, :]).abs().float() / 10  # (Lq, Lk)
-        return -rel.expand(self.params.n_heads, -1, -1)
+        return -rel.expand(self.params.n_heads, -1, -1).contiguous()
 
 
 @pytest.fixture
@@ -339,13 +562,16 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings, one_t
     lengths = {r["length"] for r in m.rows["timings"] if r["workload"] == bias}
     assert max(lengths) <= RUN_CFG["bias_max_len"]  # quadratic, like the registry's biases
     assert bias in m.summary["quadratic"] and table in m.summary["tables"]
-    assert table in m.evidence["table_slope"]
-    assert table in m.evidence["table_to_attention"]
+    for d in RUN_CFG["d_models"]:
+        assert cx.label(table, d) in m.evidence["table_slope"]
+        assert cx.label(table, d) in m.evidence["table_to_attention"]
+    assert f"{table} L={max(RUN_CFG['lengths'])}" in m.evidence["table_d_slope"]
     _, rows = present.table_slopes(m, ctx)
     assert {table, bias} <= {r[0] for r in rows}
     _, rows = present.table_ratios(m, ctx)
     assert {table, bias} <= {r[0] for r in rows}
     assert {table, bias} <= {r["workload"] for r in m.rows["ratios"]}
+    assert {table, bias} <= {s["workload"] for s in m.summary["steps"]}
     fig = present.figure_scaling(m, ctx)
     labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert table in labels and bias in labels
@@ -356,24 +582,75 @@ def test_config_checks_name_their_keys():
     assert check_lengths(good) == []
     assert check_lengths({}) == []
     bad = {
-        "complexity": {**CFG, "lengths": [256, 64, 128], "n_heads": 3, "encoding_fit_min_len": 512}
+        "complexity": {
+            **CFG,
+            "lengths": [256, 64, 128],
+            "d_models": [8, 10],
+            "encoding_fit_min_len": 512,
+        }
     }
     problems = check_lengths(bad)
-    for key in ("complexity.lengths", "complexity.d_model", "complexity.encoding_fit_min_len"):
+    for key in ("complexity.lengths", "complexity.d_models", "complexity.encoding_fit_min_len"):
         assert any(p.startswith(f"config key {key} ") for p in problems), key
-    few = {"complexity": {**CFG, "attention_max_len": 32}}
-    assert any("complexity.attention_fit_min_len" in p for p in check_lengths(few))
+    odd = check_lengths({"complexity": {**CFG, "head_dim": 3, "d_models": [6]}})
+    assert any(p.startswith("config key complexity.head_dim ") for p in odd)
+    # At d = 16 the attention window (L >= 32) holds two lengths up to 64, at d = 32 one.
+    few = check_lengths({"complexity": {**CFG, "d_models": [8, 16, 32]}})
+    assert [p for p in few if "attention_fit_min_len_per_d" in p] and all(
+        "d = 32" in p for p in few
+    )
 
 
 def test_shipped_configs_pass_the_checks():
     base = yaml.safe_load((ROOT / "config/config.yaml").read_text())
-    test = yaml.safe_load((ROOT / "config/test.yaml").read_text())
     assert check_lengths(base) == []
-    # The test config overrides some of the section's keys (Snakemake merges it into the base).
-    assert check_lengths({"complexity": {**base["complexity"], **test["complexity"]}}) == []
+    # The other configs override some of the section's keys (Snakemake merges them in).
+    for name in ("test.yaml", "gpu.yaml"):
+        over = yaml.safe_load((ROOT / "config" / name).read_text())
+        assert check_lengths({"complexity": {**base["complexity"], **over["complexity"]}}) == []
+
+
+def test_the_fit_windows_are_fixed_in_the_config_with_their_reason():
+    """Each window is a number in the config, with the comment that says why, above it."""
+    text = (ROOT / "config/config.yaml").read_text()
+    section = text[text.index("\ncomplexity:") :]
+    for key in ("attention_fit_min_len_per_d", "encoding_fit_min_len"):
+        before = section[: section.index(f"  {key}:")].splitlines()
+        assert before[-1].lstrip().startswith("#"), f"complexity.{key} has no reason above it"
 
 
 def test_spec_lists_every_threshold_its_claims_use():
     used = {c.threshold for claim in SPEC.claims for c in claim.checks if c.threshold}
     assert used <= set(CFG["thresholds"])
     assert [c.id for c in SPEC.claims] == IDS
+
+
+def rule_blocks(dry_run_output: str) -> dict[str, str]:
+    """Each job's block of ``snakemake --dry-run`` output, by rule name."""
+    blocks = re.split(r"\n(?=(?:local)?rule \w+:)", dry_run_output)
+    return {m.group(1): b for b in blocks if (m := re.match(r"(?:local)?rule (\w+):", b))}
+
+
+def test_the_timing_job_runs_alone(tmp_path):
+    """An exclusive spec's job holds every core the workflow has, so the local scheduler runs
+    nothing beside it, and asks SLURM for a node of its own; other analyses hold their own
+    thread count."""
+    assert SPEC.resources.exclusive and SPEC.resources.threads == 1
+    work = copy_workflow(tmp_path / "wf")
+    targets = ["results/complexity/claims.json", "results/equivariance/claims.json"]
+    for cores in (2, 3):
+        proc = snakemake(
+            work,
+            "--dry-run",
+            "--cores",
+            str(cores),
+            "--configfile",
+            "config/test.yaml",
+            "--",
+            *targets,
+        )
+        blocks = rule_blocks(proc.stdout)
+        assert re.search(rf"^\s+threads: {cores}$", blocks["complexity"], re.M), blocks
+        assert "slurm_extra=--exclusive" in blocks["complexity"]
+        assert not re.search(r"^\s+threads: [2-9]", blocks["equivariance"], re.M)
+        assert "slurm_extra" not in blocks["equivariance"]

@@ -1,28 +1,37 @@
-"""What positional encodings cost next to attention, measured against L: the measurement.
+"""What positional encodings cost next to attention, measured against L and d: the measurement.
 
 The article "Positional Encodings": computing sinusoidal encodings takes O(L·d) time, a learned
 lookup the same, "negligible overhead compared to the O(L²·d) cost of self-attention itself, so
 positional encoding is essentially free". We time each registry encoding's own work
 (:meth:`posenc.encodings.PositionalEncoding.workload`: the input table, the query/key
 rotation, the score bias) and one attention layer of the project's model
-(posenc.model.Attention: QKV projection, SDPA, output projection) at growing L, with
-``torch.utils.benchmark`` (warm-up calls, then the median of blocked repeats). A call costs a
-fixed t₀ (interpreter, dispatch, allocation; its time at L = 1) plus the work O(·) describes,
-so we fit t(L) = t₀ + c·L^α: α is the log-log slope of t − t₀ against L over a large-L range.
+(posenc.model.Attention: QKV projection, SDPA, output projection) at growing L and at each
+configured width d, with ``torch.utils.benchmark`` (warm-up calls, then the median of blocked
+repeats). The head width is fixed and the head count is d / head_dim, so that every term of
+the layer (the softmax over H·L² scores too) and every per-head encoding grows in proportion
+to d, as O(L·d) and O(L²·d) say; with a fixed head count, the softmax would add an O(L²·H)
+term that does not grow with d.
+
+A call costs a fixed t₀ (interpreter, dispatch, allocation; its time at L = 1) plus the work
+O(·) describes, so we fit t(L) = t₀ + c·L^α: α is the log-log slope of t − t₀ against L over a
+window the config fixes before any timing, and likewise the slope against d at a fixed L.
 
 One attention layer costs about 8·L·D² (projections) + 4·L²·D (scores and weighted sum)
-flops, so its log-log slope is 1 + L / (L + 2D): it reaches 2 only once L ≫ 2D. Its fit starts
-at ``attention_fit_min_len``, and the slope the flop model expects there is reported too.
-An encoding's O(L·d) work is linear in L within one level of the memory hierarchy, but its
-time per element steps up (several-fold on a CPU) when the (L, d) output outgrows the caches;
-its fit starts at ``encoding_fit_min_len``, past that step, and the slope over every length is
-reported beside it.
+flops, so its log-log slope in L is 1 + L / (L + 2D): it reaches 2 only once L ≫ 2D. Its fit
+starts at ``attention_fit_min_len_per_d`` × D, the same flop share at every D. An encoding's
+work is linear in its output's bytes within one memory regime, but its time per byte steps up
+where each call's memory stops being reused and is mapped afresh from the operating system (a
+page fault per page), or outgrows a cache; its fit starts at ``encoding_fit_min_len``, in one
+regime at every d. Each timed call's output bytes and the bytes it faulted in are recorded
+beside its time, and the machine's cache sizes are read, to show which of the two a step is.
 
 This module measures; the claims (spec.py) judge.
 """
 
+import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -33,38 +42,119 @@ from posenc.analysis import Context, Measurements
 from posenc.encodings import EncodingParams, InputEncoding, PositionalEncoding, build
 from posenc.model import Attention, ModelConfig
 
+from .spec import SPEC
+
+try:
+    import resource
+except ImportError:  # not on Windows: no page-fault counts there
+    resource = None
+
 ATTENTION = "attention"  # the workload name of the attention layer, beside the encodings'
+MIB = 2**20
+CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
 
 def clock(device: torch.device) -> tuple[Callable[[], float], str]:
     """The clock the timings use. On the CPU with one thread, that thread's CPU time: it
     excludes the time the thread waits for a core, so other jobs on a shared machine do not
-    inflate the result (all the work runs in this thread). Otherwise wall time, which
-    ``torch.utils.benchmark`` brackets with CUDA synchronisation."""
+    inflate the result (all the work runs in this thread). Otherwise wall time, read after
+    the accelerator has finished the work queued on it (its kernels run asynchronously)."""
     if device.type == "cpu" and torch.get_num_threads() == 1:
         return time.thread_time, "thread CPU time"
+    if device.type == "cuda" and torch.cuda.is_available():
+
+        def synchronized() -> float:
+            torch.cuda.synchronize(device)
+            return time.perf_counter()
+
+        return synchronized, "wall time"
     return time.perf_counter, "wall time"
 
 
+def minor_faults() -> int | None:
+    """Page faults this process has taken that needed no disk (first touches of freshly mapped
+    memory, which the kernel zeroes), in all its threads: a multi-threaded kernel faults in
+    some of its pages in the other threads. None without ``resource``."""
+    if resource is None:
+        return None
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def output_bytes(out: Any) -> int:
+    """Bytes of the tensors a workload returns (a tensor, or a tuple of them)."""
+    if isinstance(out, torch.Tensor):
+        return out.element_size() * out.numel()
+    if isinstance(out, (tuple, list)):
+        return sum(output_bytes(o) for o in out)
+    return 0
+
+
 def median_time(
-    fn: Callable[[], Any], warmup: int, min_run_time: float, timer: Callable[[], float]
+    fn: Callable[[], Any],
+    warmup: int,
+    min_run_time: float,
+    timer: Callable[[], float],
+    min_blocks: int = 3,
 ) -> dict[str, float]:
-    """Seconds per call of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init),
-    then ``torch.utils.benchmark.Timer.blocked_autorange``, which picks a block size, times
-    blocks for at least ``min_run_time`` seconds and reports their median."""
-    for _ in range(warmup):
-        fn()
-    t = benchmark.Timer(
-        stmt="fn()", globals={"fn": fn}, timer=timer, num_threads=torch.get_num_threads()
-    )
-    m = t.blocked_autorange(min_run_time=min_run_time)
-    return {"median_s": m.median, "iqr_s": m.iqr, "repeats": len(m.times)}
+    """Seconds per call of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; at
+    least one, whose output's bytes are counted), then timed blocks for at least
+    ``min_run_time`` seconds and at least ``min_blocks`` blocks, and their median. A call of
+    10 ms or more is a block of its own (the timer's overhead, about a microsecond, is then
+    below 10⁻⁴ of it); shorter calls are blocked by
+    ``torch.utils.benchmark.Timer.blocked_autorange``. Over the timed calls, the bytes faulted
+    in per call (minor page faults × page size; None where they cannot be counted)."""
+    for i in range(warmup):
+        start = timer()
+        out = fn()
+        took = timer() - start
+        if i == 0:
+            out_bytes = output_bytes(out)
+        del out
+    calls = [0]
+
+    def counted():
+        calls[0] += 1
+        return fn()
+
+    before = minor_faults()
+    if took >= 0.01:
+        times: list[float] = []
+        while sum(times) < min_run_time or len(times) < min_blocks:
+            start = timer()
+            counted()
+            times.append(timer() - start)
+    else:
+        t = benchmark.Timer(
+            stmt="fn()", globals={"fn": counted}, timer=timer, num_threads=torch.get_num_threads()
+        )
+        m = t.blocked_autorange(min_run_time=min_run_time)
+        times = list(m.times)
+        while len(times) < min_blocks:
+            times += t.timeit(m.number_per_run).times
+    after = minor_faults()
+    fresh = None
+    if before is not None and after is not None and calls[0]:
+        fresh = (after - before) * os.sysconf("SC_PAGE_SIZE") / calls[0]
+    q1, median, q3 = np.percentile(times, [25, 50, 75])
+    return {
+        "median_s": float(median),
+        "iqr_s": float(q3 - q1),
+        "repeats": len(times),
+        "out_bytes": out_bytes,
+        "fresh_bytes": fresh,
+    }
 
 
-def encoding_module(name: str, cfg: dict, encoding_cfg: dict, length: int, device):
-    """Encoding ``name`` built for L = ``length`` positions (a learned table has L rows)."""
+def heads(cfg: dict, d_model: int) -> int:
+    """Heads of width ``head_dim`` at model width ``d_model``."""
+    return d_model // cfg["head_dim"]
+
+
+def encoding_module(name: str, cfg: dict, d_model: int, encoding_cfg: dict, length: int, device):
+    """Encoding ``name`` at width ``d_model``, built for L = ``length`` positions (a learned
+    table has L rows)."""
     params = EncodingParams(
-        d_model=cfg["d_model"], n_heads=cfg["n_heads"], max_len=length, **encoding_cfg
+        d_model=d_model, n_heads=heads(cfg, d_model), max_len=length, **encoding_cfg
     )
     return build(name, params).to(device)
 
@@ -78,22 +168,29 @@ def encoding_workload(enc: PositionalEncoding, cfg: dict, length: int, device):
     return enc.workload(positions, cfg["batch"], cfg["causal"])
 
 
-def attention_workload(cfg: dict, length: int, seed: int, device):
+def attention_workload(cfg: dict, d_model: int, length: int, seed: int, device):
     """One forward pass of the model's attention layer (no positional encoding) on (B, L, D)."""
     torch.manual_seed(seed)
-    mcfg = ModelConfig(d_model=cfg["d_model"], n_heads=cfg["n_heads"], causal=cfg["causal"])
-    layer = Attention(mcfg, PositionalEncoding(EncodingParams(d_model=cfg["d_model"])))
+    mcfg = ModelConfig(d_model=d_model, n_heads=heads(cfg, d_model), causal=cfg["causal"])
+    layer = Attention(mcfg, PositionalEncoding(EncodingParams(d_model=d_model)))
     layer = layer.to(device).eval()
     g = torch.Generator(device=device).manual_seed(seed)
-    x = torch.randn(cfg["batch"], length, cfg["d_model"], generator=g, device=device)  # (B, L, D)
+    x = torch.randn(cfg["batch"], length, d_model, generator=g, device=device)  # (B, L, D)
     positions = torch.arange(length, device=device)
     return lambda: layer(x, positions)
 
 
-def log_log_fit(lengths: list[int], seconds: list[float]) -> tuple[float, float]:
-    """Least-squares line log t = slope · log L + intercept: (slope, intercept)."""
-    slope, intercept = np.polyfit(np.log(lengths), np.log(seconds), 1)
+def log_log_fit(xs: list[float], seconds: list[float]) -> tuple[float, float]:
+    """Least-squares line log t = slope · log x + intercept: (slope, intercept)."""
+    x, t = np.asarray(xs, dtype=float), np.asarray(seconds, dtype=float)
+    slope, intercept = np.polyfit(np.log(x), np.log(t), 1)
     return float(slope), float(intercept)
+
+
+def attention_flops(length: int, d_model: int) -> float:
+    """One layer's flops, F = 8 L D² (Q, K, V and output projections) + 4 L² D (scores and
+    the weighted sum)."""
+    return 8 * length * d_model**2 + 4 * length**2 * d_model
 
 
 def flop_model_slope(length: int, d_model: int) -> float:
@@ -101,45 +198,65 @@ def flop_model_slope(length: int, d_model: int) -> float:
     return 1 + length / (length + 2 * d_model)
 
 
+def flop_model_d_slope(length: int, d_models: list[int]) -> float:
+    """The log-log slope of F against D over ``d_models`` at L = ``length``, fitted as the
+    timings are: 1 + 2D / (L + 2D) at each D, near 1 once L ≫ 2D."""
+    return log_log_fit(d_models, [attention_flops(length, d) for d in d_models])[0]
+
+
+def label(workload: str, d_model: int) -> str:
+    """The evidence label of a workload at one width: ``rope d=128``."""
+    return f"{workload} d={d_model}"
+
+
 def measure(
     cfg: dict, encodings: list[str], encoding_cfg: dict, seed: int, device
 ) -> tuple[list[dict], list[str], list[str]]:
-    """Time every workload at L = 1 (its fixed per-call cost) and at every configured length
-    it is run at. Returns tidy rows, the encodings that compute a positional table (an
-    :class:`~posenc.encodings.InputEncoding`) and those whose work is quadratic in L, timed
-    only up to ``bias_max_len``."""
+    """Time every workload at every configured width, at L = 1 (its fixed per-call cost) and
+    at every configured length it is run at. Returns tidy rows, the encodings that compute a
+    positional table (an :class:`~posenc.encodings.InputEncoding`) and those whose work is
+    quadratic in L, timed only up to ``bias_max_len``."""
     rows: list[dict] = []
     tables: dict[str, None] = {}
     quadratic: dict[str, None] = {}
     timer, _ = clock(device)
+
+    def time_it(fn):
+        return median_time(fn, cfg["warmup"], cfg["min_run_time"], timer, cfg["min_blocks"])
+
     with torch.no_grad():
-        for length in [1, *cfg["lengths"]]:
-            if length <= cfg["attention_max_len"]:
-                fn = attention_workload(cfg, length, seed, device)
-                t = median_time(fn, cfg["warmup"], cfg["min_run_time"], timer)
-                rows.append({"workload": ATTENTION, "acts_on": "layer", "length": length, **t})
-            for name in encodings:
-                enc = encoding_module(name, cfg, encoding_cfg, length, device)
-                if isinstance(enc, InputEncoding):
-                    tables[name] = None
-                if enc.quadratic_cost:
-                    quadratic[name] = None
-                    if length > cfg["bias_max_len"]:
-                        continue  # an (H, L, L) bias outgrows memory long before a table does
-                fn = encoding_workload(enc, cfg, length, device)
-                if fn is None:
-                    continue
-                t = median_time(fn, cfg["warmup"], cfg["min_run_time"], timer)
-                rows.append({"workload": name, "acts_on": enc.acts_on, "length": length, **t})
+        for d in cfg["d_models"]:
+            for length in [1, *cfg["lengths"]]:
+                where = {"d_model": d, "heads": heads(cfg, d), "length": length}
+                if length <= cfg["attention_max_len"]:
+                    t = time_it(attention_workload(cfg, d, length, seed, device))
+                    rows.append({"workload": ATTENTION, "acts_on": "layer", **where, **t})
+                for name in encodings:
+                    enc = encoding_module(name, cfg, d, encoding_cfg, length, device)
+                    if isinstance(enc, InputEncoding):
+                        tables[name] = None
+                    if enc.quadratic_cost:
+                        quadratic[name] = None
+                        if length > cfg["bias_max_len"]:
+                            continue  # an (H, L, L) bias outgrows memory long before a table
+                    fn = encoding_workload(enc, cfg, length, device)
+                    if fn is None:
+                        continue
+                    t = time_it(fn)
+                    rows.append({"workload": name, "acts_on": enc.acts_on, **where, **t})
+                    del enc, fn  # a learned table of 2^20 rows is a GiB: free it first
     return rows, list(tables), list(quadratic)
 
 
-def fit_min_len(workload: str, cfg: dict) -> int:
-    return cfg["attention_fit_min_len" if workload == ATTENTION else "encoding_fit_min_len"]
+def fit_min_len(workload: str, d_model: int, cfg: dict) -> int:
+    """Where a workload's fit in L starts, as the config fixes it before any timing."""
+    if workload == ATTENTION:
+        return cfg["attention_fit_min_len_per_d"] * d_model
+    return cfg["encoding_fit_min_len"]
 
 
 def fits(rows: list[dict], cfg: dict) -> list[dict]:
-    """Per workload, the log-log slope of its L-dependent time over its fit range.
+    """Per workload and width, the log-log slope of its L-dependent time over its fit range.
 
     A call costs a fixed overhead t₀ (Python, dispatch, allocation: the time at L = 1) plus
     the work that O(·) describes, so the model is t(L) = t₀ + c·L^α and α is the slope of
@@ -149,10 +266,11 @@ def fits(rows: list[dict], cfg: dict) -> list[dict]:
     ``bias_max_len``) is fitted over every length.
     """
     out = []
-    for name in dict.fromkeys(r["workload"] for r in rows):
-        every = [r for r in rows if r["workload"] == name and r["length"] > 1]
-        overhead = next(r["median_s"] for r in rows if r["workload"] == name and r["length"] == 1)
-        pts = [r for r in every if r["length"] >= fit_min_len(name, cfg)]
+    for name, d in dict.fromkeys((r["workload"], r["d_model"]) for r in rows):
+        mine = [r for r in rows if r["workload"] == name and r["d_model"] == d]
+        every = [r for r in mine if r["length"] > 1]
+        overhead = next(r["median_s"] for r in mine if r["length"] == 1)
+        pts = [r for r in every if r["length"] >= fit_min_len(name, d, cfg)]
         if len(pts) < 2:
             pts = every
         work = [(r["length"], r["median_s"] - overhead) for r in pts if r["median_s"] > overhead]
@@ -165,6 +283,7 @@ def fits(rows: list[dict], cfg: dict) -> list[dict]:
             {
                 "workload": name,
                 "acts_on": pts[0]["acts_on"],
+                "d_model": d,
                 "overhead_s": overhead,
                 "slope": slope,
                 "intercept": intercept,
@@ -178,37 +297,73 @@ def fits(rows: list[dict], cfg: dict) -> list[dict]:
     return out
 
 
+def d_fits(rows: list[dict], d_models: list[int]) -> list[dict]:
+    """Per workload, the log-log slope of t − t₀ against d over every configured width, at
+    the largest L it is timed at (the same at every width; there the leading term of its cost
+    carries the most of it and t₀ the least). O(L·d) and O(L²·d) both say 1."""
+    out = []
+    for name in dict.fromkeys(r["workload"] for r in rows):
+        mine = [r for r in rows if r["workload"] == name]
+        length = max(r["length"] for r in mine)
+        t = {(r["d_model"], r["length"]): r["median_s"] for r in mine}
+        work = [
+            (d, t[(d, length)] - t[(d, 1)])
+            for d in d_models
+            if (d, length) in t and (d, 1) in t and t[(d, length)] > t[(d, 1)]
+        ]
+        if len(work) < 2:
+            continue
+        out.append(
+            {
+                "workload": name,
+                "acts_on": mine[0]["acts_on"],
+                "length": length,
+                "slope": log_log_fit(*zip(*work))[0],
+                "points": len(work),
+                "flop_model_slope": (
+                    flop_model_d_slope(length, [d for d, _ in work]) if name == ATTENTION else None
+                ),
+                "seconds": {d: t.get((d, length)) for d in d_models},
+            }
+        )
+    return out
+
+
 def ratio_to_attention(rows: list[dict]) -> tuple[int | None, dict[str, float]]:
     """The largest L at which attention was timed, and each encoding's time there over one
-    attention layer's."""
-    att = {r["length"]: r["median_s"] for r in rows if r["workload"] == ATTENTION}
-    att.pop(1, None)
-    if not att:
+    attention layer's of the same width, by label (``sinusoidal d=64``)."""
+    att = {(r["d_model"], r["length"]): r["median_s"] for r in rows if r["workload"] == ATTENTION}
+    lengths = [n for _, n in att if n > 1]
+    if not lengths:
         return None, {}
-    ratio_len = max(att)
+    ratio_len = max(lengths)
     ratio = {
-        r["workload"]: r["median_s"] / att[ratio_len]
+        label(r["workload"], r["d_model"]): r["median_s"] / att[(r["d_model"], ratio_len)]
         for r in rows
-        if r["workload"] != ATTENTION and r["length"] == ratio_len
+        if r["workload"] != ATTENTION
+        and r["length"] == ratio_len
+        and (r["d_model"], ratio_len) in att
     }
     return ratio_len, ratio
 
 
 def ratios(rows: list[dict], lengths: list[int]) -> list[dict]:
-    """Per encoding timed and per configured L, its median time over one attention layer's
-    median time at the same L: one tidy row each, with both times. A time is None where that
-    workload was not timed at that L (attention beyond ``attention_max_len``, a quadratic
-    encoding beyond ``bias_max_len``), and so is the ratio."""
-    times = {(r["workload"], r["length"]): r["median_s"] for r in rows}
+    """Per encoding timed, per width and per configured L, its median time over one attention
+    layer's median time at the same width and L: one tidy row each, with both times. A time is
+    None where that workload was not timed at that L (attention beyond ``attention_max_len``,
+    a quadratic encoding beyond ``bias_max_len``), and so is the ratio."""
+    times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in rows}
     acts_on = {r["workload"]: r["acts_on"] for r in rows}
+    pairs = dict.fromkeys((r["workload"], r["d_model"]) for r in rows if r["workload"] != ATTENTION)
     out = []
-    for name in dict.fromkeys(r["workload"] for r in rows if r["workload"] != ATTENTION):
+    for name, d in pairs:
         for length in lengths:
-            enc, att = times.get((name, length)), times.get((ATTENTION, length))
+            enc, att = times.get((name, d, length)), times.get((ATTENTION, d, length))
             out.append(
                 {
                     "workload": name,
                     "acts_on": acts_on[name],
+                    "d_model": d,
                     "length": length,
                     "encoding_s": enc,
                     "attention_s": att,
@@ -218,57 +373,187 @@ def ratios(rows: list[dict], lengths: list[int]) -> list[dict]:
     return out
 
 
+def mib(n: float | None) -> float | None:
+    return None if n is None else n / MIB
+
+
+def steps(rows: list[dict]) -> list[dict]:
+    """Per encoding and width, the largest step up in time per output byte between two
+    consecutive lengths timed, and what changed there: the output's bytes (a cache it may
+    outgrow) and the bytes each call faulted in (memory mapped afresh). Time per byte only
+    falls with L while the per-call overhead is being amortised, so a rise is a real step."""
+    out = []
+    pairs = dict.fromkeys((r["workload"], r["d_model"]) for r in rows if r["workload"] != ATTENTION)
+    for name, d in pairs:
+        mine = sorted(
+            (r for r in rows if (r["workload"], r["d_model"]) == (name, d) and r["length"] > 1),
+            key=lambda r: r["length"],
+        )
+        best = None
+        for a, b in zip(mine, mine[1:]):
+            if not (a["out_bytes"] and b["out_bytes"]):
+                continue
+            time_x, bytes_x = b["median_s"] / a["median_s"], b["out_bytes"] / a["out_bytes"]
+            if best is None or time_x / bytes_x > best["per_byte_x"]:
+                best = {
+                    "workload": name,
+                    "acts_on": a["acts_on"],
+                    "d_model": d,
+                    "heads": a["heads"],
+                    "from_len": a["length"],
+                    "to_len": b["length"],
+                    "time_x": time_x,
+                    "bytes_x": bytes_x,
+                    "per_byte_x": time_x / bytes_x,
+                    "out_bytes_to": b["out_bytes"],
+                    "out_mib_from": a["out_bytes"] / MIB,
+                    "out_mib_to": b["out_bytes"] / MIB,
+                    "fresh_mib_from": mib(a["fresh_bytes"]),
+                    "fresh_mib_to": mib(b["fresh_bytes"]),
+                }
+        if best is not None:
+            out.append(best)
+    return out
+
+
+def window_fresh(rows: list[dict], fit_min_len: int, quadratic: list[str]) -> list[float] | None:
+    """The least and the most bytes faulted in per byte written, over every call of an
+    encoding fitted in L from ``fit_min_len`` (the quadratic ones are fitted over every
+    length): both near 0, the memory is reused throughout the window; both at least 1, it is
+    mapped afresh at every call. None where the faults cannot be counted."""
+    ratios = [
+        r["fresh_bytes"] / r["out_bytes"]
+        for r in rows
+        if r["workload"] != ATTENTION
+        and r["workload"] not in quadratic
+        and r["length"] >= fit_min_len
+        and r["out_bytes"]
+        and r["fresh_bytes"] is not None
+    ]
+    return [min(ratios), max(ratios)] if ratios else None
+
+
+def cache_sizes(root: Path = CACHES) -> dict[str, Any]:
+    """This machine's CPU caches as the OS describes them: each level's type, bytes and the
+    CPUs that share it (Linux sysfs), else the last-level size ``os.sysconf`` gives, else
+    "unknown". Machine-specific: kept in timing.json, never in metrics.json."""
+    levels = []
+    for index in sorted(root.glob("index*")):
+        try:
+            size = (index / "size").read_text().strip()
+            bytes_ = int(size[:-1]) * {"K": 2**10, "M": 2**20, "G": 2**30}[size[-1]]
+            levels.append(
+                {
+                    "level": int((index / "level").read_text()),
+                    "type": (index / "type").read_text().strip(),
+                    "bytes": bytes_,
+                    "shared_cpus": (index / "shared_cpu_list").read_text().strip(),
+                }
+            )
+        except (OSError, ValueError, KeyError, IndexError):
+            continue
+    levels = [c for c in levels if c["type"] != "Instruction"]
+    if levels:
+        return {"source": str(root), "levels": levels}
+    for level in (3, 2):
+        try:
+            size = os.sysconf(f"SC_LEVEL{level}_CACHE_SIZE")
+        except (ValueError, OSError, AttributeError):
+            continue
+        if size > 0:
+            return {
+                "source": "os.sysconf",
+                "levels": [{"level": level, "type": "Unified", "bytes": size, "shared_cpus": ""}],
+            }
+    return {"source": "unknown", "levels": []}
+
+
+def last_levels(caches: dict) -> tuple[int | None, int | None]:
+    """Bytes of the second-level and of the last-level cache (None where unknown)."""
+    levels = caches["levels"]
+    l2 = next((c["bytes"] for c in levels if c["level"] == 2), None)
+    llc = max(levels, key=lambda c: c["level"])["bytes"] if levels else None
+    return l2, llc
+
+
 def evidence(
-    fitted: list[dict], ratio: dict[str, float], tables: list[str], d_model: int
+    fitted: list[dict], d_fitted: list[dict], ratio: dict[str, float], tables: list[str]
 ) -> dict[str, Any]:
-    """The named values the claims read: for each encoding that computes a table (and has a
-    fit), its log-log slope and its time over one attention layer's; for attention, its slope,
-    the range it was fitted over and the slope the flop model expects at the fit's start. The
-    claims compare the slopes with the exponents the config states (``pe_slope``,
-    ``attention_slope``), within a tolerance."""
-    slopes = {f["workload"]: f["slope"] for f in fitted}
-    fitted_tables = [n for n in tables if n in slopes]
-    att = next((f for f in fitted if f["workload"] == ATTENTION), None)
+    """The named values the claims read, by label: for each encoding that computes a table
+    (and has a fit) at each width, its log-log slope in L and its time over one attention
+    layer's; its slope in d; for attention at each width, its slope in L, the range it was
+    fitted over and the slope the flop model expects at the fit's start; its slope in d and
+    the flop model's. The claims compare the slopes with the exponents the config states,
+    within a tolerance; a mapping passes when every value does."""
+    fitted_tables = [f for f in fitted if f["workload"] in tables]
+    att = [f for f in fitted if f["workload"] == ATTENTION]
+    d_tables = [f for f in d_fitted if f["workload"] in tables]
+    d_att = next((f for f in d_fitted if f["workload"] == ATTENTION), None)
     return {
-        "table_slope": {n: slopes[n] for n in fitted_tables},
+        "table_slope": {label(f["workload"], f["d_model"]): f["slope"] for f in fitted_tables},
         # None (never within a threshold) for a table not timed where attention last was.
-        "table_to_attention": {n: ratio.get(n) for n in fitted_tables},
-        "attention_fit_slope": att["slope"] if att else None,
-        "attention_fit_range": f"{att['fit_from']}–{att['fit_to']}" if att else None,
-        "flop_model_slope": flop_model_slope(att["fit_from"], d_model) if att else None,
+        "table_to_attention": {
+            label(f["workload"], f["d_model"]): ratio.get(label(f["workload"], f["d_model"]))
+            for f in fitted_tables
+        },
+        "attention_fit_slope": {f"d={f['d_model']}": f["slope"] for f in att},
+        "attention_fit_range": {f"d={f['d_model']}": f"{f['fit_from']}–{f['fit_to']}" for f in att},
+        "flop_model_slope": {
+            f"d={f['d_model']}": flop_model_slope(f["fit_from"], f["d_model"]) for f in att
+        },
+        "table_d_slope": {f"{f['workload']} L={f['length']}": f["slope"] for f in d_tables},
+        "attention_d_slope": d_att["slope"] if d_att else None,
+        "attention_d_length": d_att["length"] if d_att else None,
+        "flop_model_d_slope": d_att["flop_model_slope"] if d_att else None,
     }
 
 
+def set_threads(threads: int) -> None:
+    """Time on the spec's thread count, whatever the rule holds: an exclusive rule holds every
+    core to keep other jobs off the machine, not to time on all of them. Left set, so that the
+    device line of metrics.json names the threads the timings ran on."""
+    torch.set_num_threads(threads)
+
+
 def compute(ctx: Context) -> Measurements:
-    """Every workload's timings, their fits, and the ratio of each encoding to attention: at
-    the largest L attention was timed at (the claim's), and at every configured L."""
+    """Every workload's timings at every width, their fits in L and in d, the ratio of each
+    encoding to attention (at the largest L attention was timed at, the claim's, and at every
+    configured L), and the steps in time per byte with the machine's caches beside them."""
     cfg = ctx.cfg
+    if ctx.device.type == "cpu":
+        set_threads(SPEC.resources.threads)
     rows, tables, quadratic = measure(cfg, ctx.encodings, ctx.encoding, ctx.seed, ctx.device)
     fitted = fits(rows, cfg)
+    d_fitted = d_fits(rows, cfg["d_models"])
     ratio_len, ratio = ratio_to_attention(rows)
     ratio_rows = ratios(rows, cfg["lengths"])
     by_length: dict[str, dict[int, float | None]] = {}
     for r in ratio_rows:
-        by_length.setdefault(r["workload"], {})[r["length"]] = r["ratio"]
-    att_fit = next((f for f in fitted if f["workload"] == ATTENTION), None)
+        by_length.setdefault(label(r["workload"], r["d_model"]), {})[r["length"]] = r["ratio"]
+    att_fits = [f for f in fitted if f["workload"] == ATTENTION]
+    caches = cache_sizes()
+    l2, llc = last_levels(caches)
     return Measurements(
         rows={"timings": rows, "ratios": ratio_rows},
-        evidence=evidence(fitted, ratio, tables, cfg["d_model"]),
+        evidence=evidence(fitted, d_fitted, ratio, tables),
         summary={
             "threads": torch.get_num_threads(),
             "clock": clock(ctx.device)[1],
-            "d_model": cfg["d_model"],
-            "n_heads": cfg["n_heads"],
+            "d_models": list(cfg["d_models"]),
+            "widths": ", ".join(map(str, cfg["d_models"])),
+            "head_dim": cfg["head_dim"],
+            "heads": [heads(cfg, d) for d in cfg["d_models"]],
             "batch": cfg["batch"],
             "causal": cfg["causal"],
-            "attention_fit_min_len": cfg["attention_fit_min_len"],
+            "attention_fit_min_len_per_d": cfg["attention_fit_min_len_per_d"],
+            "attention_fit_min_lens": [fit_min_len(ATTENTION, d, cfg) for d in cfg["d_models"]],
             "encoding_fit_min_len": cfg["encoding_fit_min_len"],
             "attention_max_len": cfg["attention_max_len"],
             "bias_max_len": cfg["bias_max_len"],
-            "flop_crossover_len": 2 * cfg["d_model"],
-            "expected_attention_slope": (
-                flop_model_slope(att_fit["fit_from"], cfg["d_model"]) if att_fit else None
-            ),
+            "flop_crossover_lens": [2 * d for d in cfg["d_models"]],
+            "expected_attention_slopes": [
+                flop_model_slope(f["fit_from"], f["d_model"]) for f in att_fits
+            ],
             "tables": tables,
             "quadratic": quadratic,
             "ratio_len": ratio_len,
@@ -277,5 +562,17 @@ def compute(ctx: Context) -> Measurements:
             "ratio_lengths": list(cfg["lengths"]),
             "ratios": by_length,
             "fits": fitted,
+            "d_fits": d_fitted,
+            "steps": steps(rows),
+            "window_fresh": window_fresh(rows, cfg["encoding_fit_min_len"], quadratic),
+        },
+        # The machine's caches: the same between two runs here, but not between machines.
+        timing={
+            "machine": {
+                "caches": caches,
+                "l2_bytes": l2,
+                "last_level_cache_bytes": llc,
+                "page_bytes": os.sysconf("SC_PAGE_SIZE"),
+            }
         },
     )

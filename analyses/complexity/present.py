@@ -1,4 +1,4 @@
-"""Complexity figure and table: one function per figure and per table of the spec."""
+"""Complexity figures and tables: one function per figure and per table of the spec."""
 
 import numpy as np
 
@@ -7,50 +7,122 @@ from posenc.plotting import style
 
 from .compute import ATTENTION
 
+MIB = 2**20
+# Line style per width, in the order the config lists them (colour and marker: the encoding).
+WIDTH_LINES = ("-", "--", ":", "-.")
+
+
+def look(name: str) -> dict:
+    return {"color": "black", "marker": "o"} if name == ATTENTION else style(name)
+
 
 def figure_scaling(m: Measurements, ctx: Context):
-    """Time per call against L, log-log, with the fitted lines over the fit range."""
+    """Time per call against L, log-log, one panel per width, with the fitted lines over the
+    fit range."""
     import matplotlib.pyplot as plt
 
-    cfg = ctx.cfg
-    fig, ax = plt.subplots(figsize=(7.5, 4.2), layout="constrained")
-    slopes = {f["workload"]: f for f in m.summary["fits"]}
-    timings = m.rows["timings"]
-    for name in dict.fromkeys(r["workload"] for r in timings):
-        rows = [r for r in timings if r["workload"] == name and r["length"] > 1]
-        look = {"color": "black", "marker": "o"} if name == ATTENTION else style(name)
-        label = name if name not in slopes else f"{name} (slope {slopes[name]['slope']:.2f})"
-        ax.plot(
-            [r["length"] for r in rows],
-            [r["median_s"] for r in rows],
-            ms=3,
-            lw=1.2 if name == ATTENTION else 1,
-            label=label,
-            **look,
-        )
-        if name in slopes:
-            f = slopes[name]
-            xs = np.geomspace(f["fit_from"], f["fit_to"], 16)
-            fit = f["overhead_s"] + np.exp(f["intercept"]) * xs ** f["slope"]
-            ax.plot(xs, fit, color=look["color"], ls=":", lw=2, alpha=0.6)
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length L",
-        ylabel="median seconds per call",
-        title=f"d_model = {cfg['d_model']}, {cfg['n_heads']} heads, batch {cfg['batch']}",
+    cfg, widths = ctx.cfg, m.summary["d_models"]
+    fig, axes = plt.subplots(
+        1,
+        len(widths),
+        figsize=(4.2 * len(widths), 4.4),
+        layout="constrained",
+        sharey=True,
+        squeeze=False,
     )
-    ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7)
+    fits = {(f["workload"], f["d_model"]): f for f in m.summary["fits"]}
+    timings = m.rows["timings"]
+    for ax, d in zip(axes[0], widths):
+        for name in dict.fromkeys(r["workload"] for r in timings):
+            rows = [r for r in timings if (r["workload"], r["d_model"]) == (name, d)]
+            rows = [r for r in rows if r["length"] > 1]
+            f = fits.get((name, d))
+            ax.plot(
+                [r["length"] for r in rows],
+                [r["median_s"] for r in rows],
+                ms=3,
+                lw=1.2 if name == ATTENTION else 1,
+                label=name if f is None else f"{name} ({f['slope']:.2f})",
+                **look(name),
+            )
+            if f is not None:
+                xs = np.geomspace(f["fit_from"], f["fit_to"], 16)
+                fit = f["overhead_s"] + np.exp(f["intercept"]) * xs ** f["slope"]
+                ax.plot(xs, fit, color=look(name)["color"], ls=":", lw=2, alpha=0.6)
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="sequence length L",
+            title=f"d = {d}, {d // cfg['head_dim']} heads, batch {cfg['batch']}",
+        )
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6, title="slope of t − t₀", title_fontsize=6)
+    axes[0][0].set_ylabel("median seconds per call")
+    return fig
+
+
+def size_text(n: int) -> str:
+    """48 KiB, 2 MiB, 480 MiB."""
+    for unit, size in (("GiB", 2**30), ("MiB", MIB), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:g} {unit}"
+    return f"{n} B"
+
+
+def fresh_ratio(r: dict) -> bool:
+    return bool(r["out_bytes"]) and r["fresh_bytes"] is not None
+
+
+def figure_memory(m: Measurements, ctx: Context):
+    """Seconds per output byte, and bytes faulted in per output byte, against the output's
+    bytes, with the machine's cache sizes as vertical lines."""
+    import matplotlib.pyplot as plt
+
+    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 6.0), layout="constrained", sharex=True)
+    timings = [r for r in m.rows["timings"] if r["workload"] != ATTENTION and r["length"] > 1]
+    lines = dict(zip(m.summary["d_models"], WIDTH_LINES * 4))
+    for name, d in dict.fromkeys((r["workload"], r["d_model"]) for r in timings):
+        rows = [r for r in timings if (r["workload"], r["d_model"]) == (name, d) and r["out_bytes"]]
+        x = [r["out_bytes"] for r in rows]
+        kw = {"ls": lines[d], "ms": 3, "lw": 1, **look(name)}
+        top.plot(
+            x, [r["median_s"] / r["out_bytes"] * 1e9 for r in rows], label=f"{name} d={d}", **kw
+        )
+        fresh = [(xi, r["fresh_bytes"] / r["out_bytes"]) for xi, r in zip(x, rows)]
+        fresh = [(xi, f) for xi, f in fresh if f is not None]
+        if fresh:
+            bottom.plot(*zip(*fresh), **kw)
+    for c in m.timing.get("machine", {}).get("caches", {}).get("levels", []):
+        for ax in (top, bottom):
+            ax.axvline(c["bytes"], color="grey", lw=0.8, ls="--")
+        top.annotate(
+            f"L{c['level']} {size_text(c['bytes'])}",
+            (c["bytes"], 1),
+            xycoords=("data", "axes fraction"),
+            rotation=90,
+            va="top",
+            ha="right",
+            fontsize=6,
+            color="grey",
+        )
+    top.set(xscale="log", yscale="log", ylabel="ns per output byte")
+    bottom.set(xscale="log", xlabel="output bytes per call", ylabel="fresh bytes / output bytes")
+    bottom.set_yscale("symlog", linthresh=0.01)  # 0 (memory reused) and 1-4 (fresh) both show
+    highest = max((r["fresh_bytes"] / r["out_bytes"] for r in timings if fresh_ratio(r)), default=1)
+    bottom.set_ylim(0, 2 * max(highest, 1))
+    for ax in (top, bottom):
+        ax.grid(alpha=0.3, which="both")
+    fig.legend(*top.get_legend_handles_labels(), loc="outside right upper", fontsize=6)
     return fig
 
 
 def table_slopes(m: Measurements, ctx: Context):
-    times = {(r["workload"], r["length"]): r["median_s"] for r in m.rows["timings"]}
+    times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
     ratio = m.summary["pe_to_attention"]
     columns = [
         "workload",
         "acts on",
+        "d",
         "t₀ (s)",
         "slope of t − t₀",
         "fit range",
@@ -63,27 +135,113 @@ def table_slopes(m: Measurements, ctx: Context):
         [
             f["workload"],
             f["acts_on"],
+            f["d_model"],
             f["overhead_s"],
             f["slope"],
             f"{f['fit_from']}–{f['fit_to']}",
             f["slope_raw"],
             f["slope_every_length"],
-            times[(f["workload"], f["fit_to"])],
-            ratio.get(f["workload"]),
+            times[(f["workload"], f["d_model"], f["fit_to"])],
+            ratio.get(f"{f['workload']} d={f['d_model']}"),
         ]
         for f in m.summary["fits"]
     ]
     return columns, rows
 
 
-def table_ratios(m: Measurements, ctx: Context):
-    """One row per encoding timed, one column per L: its time over attention's (None, shown
-    as "—", where either was not timed at that L)."""
-    lengths = m.summary["ratio_lengths"]
-    acts_on = {r["workload"]: r["acts_on"] for r in m.rows["ratios"]}
-    columns = ["encoding", "acts on", *(f"L = {n}" for n in lengths)]
+def table_d_slopes(m: Measurements, ctx: Context):
+    """One row per workload: its slope in d at its largest L, and its time at each width."""
+    widths = m.summary["d_models"]
+    columns = [
+        "workload",
+        "acts on",
+        "L",
+        "slope in d",
+        "flop model",
+        *(f"d = {d} (s)" for d in widths),
+    ]
     rows = [
-        [name, acts_on[name], *(by_length.get(n) for n in lengths)]
-        for name, by_length in m.summary["ratios"].items()
+        [
+            f["workload"],
+            f["acts_on"],
+            f["length"],
+            f["slope"],
+            f["flop_model_slope"],
+            *(f["seconds"].get(d) for d in widths),
+        ]
+        for f in m.summary["d_fits"]
     ]
     return columns, rows
+
+
+def table_ratios(m: Measurements, ctx: Context):
+    """One row per encoding timed and width, one column per L: its time over attention's
+    (None, shown as "—", where either was not timed at that L)."""
+    lengths = m.summary["ratio_lengths"]
+    columns = ["encoding", "acts on", "d", *(f"L = {n}" for n in lengths)]
+    by = {(r["workload"], r["d_model"], r["length"]): r for r in m.rows["ratios"]}
+    pairs = dict.fromkeys((r["workload"], r["d_model"]) for r in m.rows["ratios"])
+    rows = [
+        [
+            name,
+            by[(name, d, lengths[0])]["acts_on"],
+            d,
+            *(by[(name, d, n)]["ratio"] for n in lengths),
+        ]
+        for name, d in pairs
+    ]
+    return columns, rows
+
+
+def _over(b, cache):
+    return None if b is None or not cache else b / cache
+
+
+def table_memory(m: Measurements, ctx: Context):
+    """Per encoding and width, its largest step in time per output byte and what changed."""
+    machine = m.timing.get("machine", {})
+    l2, llc = machine.get("l2_bytes"), machine.get("last_level_cache_bytes")
+    columns = [
+        "encoding",
+        "d",
+        "H",
+        "L",
+        "time ×",
+        "output bytes ×",
+        "output (MiB)",
+        "fresh MiB per call",
+        "output / L2",
+        "output / last level",
+    ]
+    rows = [
+        [
+            s["workload"],
+            s["d_model"],
+            s["heads"],
+            f"{s['from_len']} → {s['to_len']}",
+            s["time_x"],
+            s["bytes_x"],
+            _arrow(s["out_mib_from"], s["out_mib_to"]),
+            _arrow(s["fresh_mib_from"], s["fresh_mib_to"]),
+            _over(s["out_bytes_to"], l2),
+            _over(s["out_bytes_to"], llc),
+        ]
+        for s in m.summary["steps"]
+    ]
+    return columns, rows
+
+
+def _arrow(a, b):
+    if a is None or b is None:
+        return None
+    return f"{a:.3g} → {b:.3g}"
+
+
+def table_caches(m: Measurements, ctx: Context):
+    caches = m.timing.get("machine", {}).get("caches", {"levels": [], "source": "unknown"})
+    columns = ["level", "type", "size", "shared by CPUs", "read from"]
+    rows = [
+        [c["level"], c["type"], size_text(c["bytes"]), c["shared_cpus"], caches["source"]]
+        for c in caches["levels"]
+    ]
+    return columns, rows or [[None, "unknown", None, None, caches["source"]]]
