@@ -5,12 +5,19 @@ training run can save the generator's state in its checkpoint and resume bit for
 
 * Character-level language modelling on text that ships with every CPython
   (``pydoc_data.topics``, ~465k characters) or on any UTF-8 file named in the config. The split
-  is contiguous (first 90 % train, last 10 % validation), so validation text is never seen in
-  training, not even as overlapping windows.
-* Passkey retrieval (Mohtashami & Jaggi 2023): find the one passkey token hidden in a haystack
-  of random tokens. The answer is exact, so accuracy is exact match; the data are unlimited, so
-  the task cannot be memorised, which makes it the right place to test length generalisation
-  (the setting of Kazemnejad et al. 2023: train on lengths up to N, test up to 4N).
+  is by interleaved whole blocks (every tenth block of a few thousand characters is
+  validation), so validation text is never seen in training, not even as overlapping windows,
+  and is drawn from the same distribution as the training text. A contiguous split would make
+  validation the alphabetical tail of the pydoc topics: a bigram model finds that tail 0.23
+  bits/char easier than the rest, which a model's train/validation gap would then mistake for
+  generalisation.
+* Passkey retrieval (Mohtashami & Jaggi 2023): a multi-token key, drawn from the same symbols
+  as the haystack around it and found only by where it stands (right after a KEY marker), is
+  repeated after a QUERY marker. No token's identity or frequency gives the key away, so a
+  model that ignores order cannot do better than chance; one that reads positions can. The
+  answer is exact, so accuracy is exact match; the data are unlimited, so the task cannot be
+  memorised, which makes it the right place to test length generalisation (the setting of
+  Kazemnejad et al. 2023: train on lengths up to N, test beyond).
 """
 
 from __future__ import annotations
@@ -46,33 +53,60 @@ def read_text(path: str | None) -> str:
 
 @dataclass(frozen=True)
 class CharCorpus:
-    """A text as character ids, with its vocabulary and a contiguous train/validation split."""
+    """A text as character ids, with its vocabulary and an interleaved-block split."""
 
     vocab: tuple[str, ...]  # id -> character
-    train: Tensor  # (N_train,) long
-    val: Tensor  # (N_val,) long
+    train: Tensor  # (N_train,) long: the training blocks, in text order
+    val: Tensor  # (N_val,) long: the validation blocks, in text order
     sha256: str  # of the UTF-8 text: evaluation checks it is the text the model trained on
+    val_blocks: int = 0  # how many whole blocks validation holds
+    block: int = 0  # characters per block
 
     @property
     def vocab_size(self) -> int:
         return len(self.vocab)
 
 
-def load_corpus(path: str | None = None, val_fraction: float = 0.1) -> CharCorpus:
+def validation_blocks(n_blocks: int, val_fraction: float) -> list[int]:
+    """Which of ``n_blocks`` whole blocks are validation: block i when floor((i+1) f) >
+    floor(i f), i.e. one block in every 1/f, spread evenly over the text (blocks 9, 19, 29, ...
+    for f = 0.1), never the first."""
+    return [i for i in range(n_blocks) if int((i + 1) * val_fraction) > int(i * val_fraction)]
+
+
+def load_corpus(
+    path: str | None = None, val_fraction: float = 0.1, block: int = 4096
+) -> CharCorpus:
     """Character vocabulary of the whole text (so validation has no unknown characters), then
-    the first ``1 - val_fraction`` of it for training and the rest for validation."""
+    the text cut into blocks of ``block`` characters, of which a ``val_fraction`` of the whole
+    blocks, evenly interleaved, are validation and the rest (with the final partial block) are
+    training. Windows are drawn within each split's concatenation, so a training window may
+    span the seam where a validation block was cut out, as it spans the seams between topics."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    if block < 1:
+        raise ValueError(f"block must be a positive number of characters, got {block}")
     text = read_text(path)
     vocab = tuple(sorted(set(text)))
     index = {c: i for i, c in enumerate(vocab)}
     ids = torch.tensor([index[c] for c in text], dtype=torch.long)
-    n_train = int(len(ids) * (1.0 - val_fraction))
+    n_whole = len(ids) // block
+    held_out = validation_blocks(n_whole, val_fraction)
+    if not held_out:
+        raise ValueError(
+            f"a text of {len(ids)} characters holds {n_whole} blocks of {block}: too few for a "
+            f"validation fraction of {val_fraction} (lower extrapolation.split_block)"
+        )
+    is_val = torch.zeros(len(ids), dtype=torch.bool)
+    for i in held_out:
+        is_val[i * block : (i + 1) * block] = True
     return CharCorpus(
         vocab=vocab,
-        train=ids[:n_train],
-        val=ids[n_train:],
+        train=ids[~is_val],
+        val=ids[is_val],
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
+        val_blocks=len(held_out),
+        block=block,
     )
 
 
@@ -92,52 +126,119 @@ def lm_batches(tokens: Tensor, seq_len: int) -> BatchFn:
 
 @dataclass(frozen=True)
 class PasskeyTask:
-    """Passkey retrieval over random tokens (Mohtashami & Jaggi 2023; Chen et al. 2023 test
-    Position Interpolation with it): a haystack of random filler tokens hides one passkey token
-    at a random position; the last token is QUERY, and the answer is the passkey.
+    """Passkey retrieval (Mohtashami & Jaggi 2023; Chen et al. 2023 test Position Interpolation
+    with it) in a form that needs position: the key is a run of ``key_len`` ordinary symbols,
+    told apart from the haystack only by standing right after a KEY marker.
 
-    Token ids: filler ``[0, num_filler)``, passkeys ``[num_filler, num_filler + num_keys)``,
-    then QUERY. A sequence of length L (the model's input) is::
+    Token ids: symbols ``[0, num_symbols)`` (haystack and key alike), then KEY, then QUERY. A
+    sequence of length L, the model's whole input (the answer tokens it is fed count), is::
 
-        f f f ... k ... f f QUERY      target at QUERY: k
+        s s ... s KEY k1 k2 .. kn s ... s QUERY k1 .. k(n-1)
+        targets:                          k1    k2 .. kn       (every other target IGNORE)
 
-    Only that one target is scored, so accuracy is exact match and chance is ``1 / num_keys``.
-    Retrieving the passkey needs content-based attention over the whole sequence and no
-    positional arithmetic at all: a model that generalises in length keeps its accuracy when
-    the haystack grows; one whose encoding misleads attention at unseen positions or distances
-    loses it. The data are unlimited, so the task cannot be memorised.
+    The body (everything but the two markers and the fed answer, M = L - n - 1 symbols) is a
+    random arrangement of a balanced multiset: every symbol occurs floor(M/V) or ceil(M/V)
+    times (which ones get the extra is random), and the key is the n symbols that follow KEY,
+    at a uniformly random place. Why balanced: a key inserted into i.i.d. filler makes its own
+    symbols the most frequent ones, a cue that a model could use in place of position and that
+    fades as the haystack grows, confounding length generalisation. Here the counts say
+    nothing, at any length.
+
+    Why it needs position: every permutation of the body has the same bag of tokens, and the
+    key is a uniformly random window of it. Exact match (every key token's argmax right given
+    the true prefix, i.e. greedy decoding right) therefore has chance ``V^-n`` for a blind
+    guess, and :meth:`position_blind_bound` bounds what any predictor that sees only the bag of
+    its causal prefix can reach. Teacher forcing puts the answer in the input: L counts it, so
+    the model's positions are exactly 0..L-1 and a learned table of N rows covers L <= N.
     """
 
-    num_filler: int = 16
-    num_keys: int = 16
+    num_symbols: int = 16
+    key_len: int = 3
+
+    def __post_init__(self):
+        if self.num_symbols < 2 or self.key_len < 1:
+            raise ValueError(
+                f"a passkey task needs num_symbols >= 2 and key_len >= 1, got {self.num_symbols},"
+                f" {self.key_len}"
+            )
 
     @property
     def vocab_size(self) -> int:
-        return self.num_filler + self.num_keys + 1
+        return self.num_symbols + 2
+
+    @property
+    def key_marker(self) -> int:
+        return self.num_symbols
 
     @property
     def query(self) -> int:
-        return self.num_filler + self.num_keys
+        return self.num_symbols + 1
+
+    @property
+    def min_length(self) -> int:
+        """KEY, the key, QUERY and the fed answer: no haystack at all."""
+        return 2 * self.key_len + 1
+
+    @property
+    def chance(self) -> float:
+        """Exact-match accuracy of a uniform guess of the key: V^-n."""
+        return float(self.num_symbols) ** -self.key_len
+
+    def position_blind_bound(self, length: int) -> float:
+        """An upper bound on the exact-match accuracy of any predictor whose guess of key token
+        i depends only on the bag (multiset) of its causal prefix.
+
+        That bag is a function of the body's counts c and of k1..k(i-1); given those, k_i is a
+        draw without replacement from the body's multiset, so P(k_i = s) = (c_s - used_s) /
+        (M - i) <= ceil(M/V) / (M - i). The product over i bounds exact match; it is within a
+        factor (1 + V/M)^n of V^-n (0.067 per token against 1/16 at M = 60, V = 16).
+        """
+        M = self._body_length(length)
+        most = -(-M // self.num_symbols)  # ceil(M / V)
+        bound = 1.0
+        for i in range(self.key_len):
+            bound *= most / (M - i)
+        return bound
+
+    def _body_length(self, length: int) -> int:
+        if length < self.min_length:
+            raise ValueError(
+                f"a passkey sequence with a key of {self.key_len} tokens needs length >= "
+                f"{self.min_length}, got {length}"
+            )
+        return length - self.key_len - 1
 
     def sample(self, generator: torch.Generator, batch_size: int, length: int):
-        """(inputs, targets), each (B, L); targets are IGNORE except at the final QUERY."""
-        if length < 2:
-            raise ValueError(f"a passkey sequence needs length >= 2, got {length}")
-        B = batch_size
-        inputs = torch.randint(0, self.num_filler, (B, length), generator=generator)
-        where = torch.randint(0, length - 1, (B,), generator=generator)  # anywhere before QUERY
-        key = self.num_filler + torch.randint(0, self.num_keys, (B,), generator=generator)
-        inputs[torch.arange(B), where] = key
-        inputs[:, -1] = self.query
+        """(inputs, targets), each (B, L) long; targets are IGNORE except the last n."""
+        B, V, n = batch_size, self.num_symbols, self.key_len
+        M = self._body_length(length)
+        # A balanced multiset (symbol j % V at j = 0..M-1) in a random order, then a random
+        # relabelling of the symbols, so that which symbols occur once more is random too.
+        order = torch.rand(B, M, generator=generator).argsort(dim=-1, stable=True)  # (B, M)
+        relabel = torch.rand(B, V, generator=generator).argsort(dim=-1, stable=True)  # (B, V)
+        body = relabel.gather(1, order % V)  # (B, M)
+        start = torch.randint(0, M - n + 1, (B, 1), generator=generator)  # key = body[start:+n]
+        key = body.gather(1, start + torch.arange(n))  # (B, n)
+
+        # Input index j reads body[j] before KEY, body[j - 1] after it up to QUERY at M + 1,
+        # then the fed answer body[start + j - M - 2].
+        j = torch.arange(length).expand(B, -1)  # (B, L)
+        source = torch.where(j < start, j, torch.where(j <= M, j - 1, start + j - M - 2))
+        inputs = body.gather(1, source.clamp(0, M - 1))
+        inputs[j == start] = self.key_marker
+        inputs[:, M + 1] = self.query
         targets = torch.full((B, length), IGNORE, dtype=torch.long)
-        targets[:, -1] = key
+        targets[:, M + 1 :] = key
         return inputs, targets
 
     def batches(self, min_len: int, max_len: int) -> BatchFn:
         """Training batches whose length is drawn per batch from [min_len, max_len], so the model
         sees every length up to ``max_len`` = N (a batch has one length)."""
-        if not 2 <= min_len <= max_len:
-            raise ValueError(f"need 2 <= min_len <= max_len, got {min_len}, {max_len}")
+        if not self.min_length <= min_len <= max_len:
+            raise ValueError(
+                f"need {self.min_length} <= min_len <= max_len (a key of {self.key_len} tokens "
+                f"needs {self.min_length}), got {min_len}, {max_len}"
+            )
 
         def batch(generator: torch.Generator, batch_size: int) -> tuple[Tensor, Tensor]:
             length = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))

@@ -2,13 +2,17 @@
 
 Language models are scored in bits per character in two modes (both reported):
 
-* ``all``: every token of non-overlapping windows of length L. The usual number, but a longer
+* ``all``: every token of non-overlapping windows of length L, the same number of tokens T at
+  every length (T / L windows, spread evenly over the text). The usual number, but a longer
   window scores different text, and its early tokens get more context, so lengths are not
   strictly comparable (Press et al. 2022, Appendix B).
 * ``segment``: only the last ``S`` tokens of windows that *end at the same positions* at every L.
   The scored tokens are identical at every length; only the context before them grows. The
   comparison across lengths is then paired, and free of the ~±0.08 bits/char that scoring
   different text adds here.
+
+Each result carries the bits/char of every window (equal token counts per window), so the
+aggregate can bootstrap over windows as well as seeds.
 
 Evaluation-time context extension of a trained RoPE model, without fine-tuning, as pure
 functions of the evaluation length L and the training length L_train:
@@ -33,7 +37,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from posenc.data import PasskeyTask
+from posenc.data import IGNORE, PasskeyTask
 from posenc.encodings import REGISTRY, PositionOutOfRange, Rotary
 
 EXTENSIONS = ("pi", "ntk")  # context-extension methods for RoPE, besides the plain model
@@ -104,14 +108,18 @@ def extension_setup(
     raise ValueError(f"unknown context extension {method!r}; known: {', '.join(EXTENSIONS)}")
 
 
-def all_token_windows(n_tokens: int, length: int, max_windows: int) -> Tensor:
-    """Starts of non-overlapping windows for mode ``all``: window s reads tokens[s : s+L] and
-    predicts tokens[s+1 : s+L+1]. At most ``max_windows``, spread evenly over the text."""
-    available = (n_tokens - 1) // length
-    if available < 1:
-        raise ValueError(f"{n_tokens} tokens hold no window of length {length}")
-    count = min(available, max_windows)
-    picks = torch.linspace(0, available - 1, count).round().long().unique()
+def all_token_windows(n_tokens: int, length: int, tokens: int) -> Tensor:
+    """Starts of the non-overlapping windows of mode ``all``: ``tokens // length`` windows, so
+    every length scores the same number of tokens. Window s reads tokens[s : s+L] and predicts
+    tokens[s+1 : s+L+1]; the windows are spread evenly over the text."""
+    count, available = tokens // length, (n_tokens - 1) // length
+    if count < 1 or count > available:
+        raise ValueError(
+            f"{n_tokens} tokens cannot hold {tokens} scored tokens in whole windows of "
+            f"{length}: extrapolation.lm.eval.tokens must be a multiple of the longest length "
+            f"and at most {available * length} here"
+        )
+    picks = torch.linspace(0, available - 1, count).round().long()
     return picks * length
 
 
@@ -144,24 +152,23 @@ def window_nll(
     positions: Tensor | None,
     batch_windows: int,
     device: torch.device,
-) -> tuple[float, int]:
-    """Summed negative log-likelihood (nats) and count of the targets at window indices
-    ``[scored_from, length)`` of the windows starting at ``starts``."""
+) -> Tensor:
+    """Summed negative log-likelihood (nats) of the targets at window indices
+    ``[scored_from, length)`` of each window starting at ``starts``. Shape (windows,), float64."""
     offsets = torch.arange(length + 1)
-    total, count = 0.0, 0
+    sums = []
     if positions is not None:
         positions = positions.to(device)
     for chunk in starts.split(batch_windows):
         window = tokens[chunk[:, None] + offsets].to(device)  # (B, L+1)
         logits = model(window[:, :-1], positions)  # (B, L, V)
         nll = F.cross_entropy(
-            logits[:, scored_from:].float().flatten(0, 1),
-            window[:, 1 + scored_from :].flatten(),
-            reduction="sum",
-        )
-        total += float(nll)
-        count += chunk.numel() * (length - scored_from)
-    return total, count
+            logits[:, scored_from:].float().transpose(1, 2),  # (B, V, scored)
+            window[:, 1 + scored_from :],
+            reduction="none",
+        )  # (B, scored)
+        sums.append(nll.double().sum(-1).cpu())
+    return torch.cat(sums)
 
 
 def bits_per_char(
@@ -170,7 +177,7 @@ def bits_per_char(
     length: int,
     mode: str,
     *,
-    max_windows: int,
+    tokens_scored: int,
     segment: int,
     segment_ends: Tensor | None,
     positions: Tensor | None = None,
@@ -179,18 +186,19 @@ def bits_per_char(
 ) -> dict[str, Any]:
     """Bits per character of ``model`` on ``tokens`` at window length ``length``.
 
-    Returns {"bits_per_char", "tokens_scored", "windows", "defined": True}, or, when the model
-    has no encoding for some position (a learned table past L_max),
-    {"bits_per_char": None, "defined": False, "reason": ...}: undefined, not a crash.
+    Returns {"bits_per_char", "window_bits" (each window's, in window order), "tokens_scored",
+    "windows", "defined": True}, or, when the model has no encoding for some position (a
+    learned table past L_max), {"bits_per_char": None, "defined": False, "reason": ...}:
+    undefined, not a crash. ``tokens_scored``: mode ``all``'s tokens at every length.
     """
     if mode == "all":
-        starts, scored_from = all_token_windows(len(tokens), length, max_windows), 0
+        starts, scored_from = all_token_windows(len(tokens), length, tokens_scored), 0
     elif mode == "segment":
         starts, scored_from = segment_ends - length, length - segment
     else:
         raise ValueError(f"unknown scoring mode {mode!r} (all, segment)")
     try:
-        nll, count = window_nll(
+        nll = window_nll(
             model,
             tokens,
             starts,
@@ -203,15 +211,18 @@ def bits_per_char(
     except PositionOutOfRange as err:
         return {
             "bits_per_char": None,
+            "window_bits": [],
             "tokens_scored": 0,
             "windows": 0,
             "defined": False,
             "reason": str(err),
         }
+    per_window = (nll / (length - scored_from) / math.log(2)).tolist()
     return {
-        "bits_per_char": nll / count / math.log(2),
-        "tokens_scored": count,
-        "windows": int(starts.numel()),
+        "bits_per_char": sum(per_window) / len(per_window),  # equal tokens in every window
+        "window_bits": per_window,
+        "tokens_scored": len(per_window) * (length - scored_from),
+        "windows": len(per_window),
         "defined": True,
     }
 
@@ -223,7 +234,7 @@ def evaluate_lm(
     *,
     train_len: int,
     multipliers: list[int],
-    max_windows: int,
+    tokens: int,
     segment: int,
     segment_windows: int,
     batch_tokens: int,
@@ -248,7 +259,7 @@ def evaluate_lm(
         )
     methods: list[str | None] = [None, *extensions]
     common = {
-        "max_windows": max_windows,
+        "tokens_scored": tokens,
         "segment": segment,
         "batch_tokens": batch_tokens,
         "device": device,
@@ -283,6 +294,7 @@ def evaluate_lm(
                             **result,
                         }
                     )
+    # The training text at L_train, scored as much as the validation text, for the gap.
     train_result = bits_per_char(model, train_tokens, train_len, "all", segment_ends=None, **common)
     rows.append(
         {
@@ -307,19 +319,44 @@ def passkey_accuracy(
     batch_size: int,
     device: torch.device,
 ) -> dict[str, Any]:
-    """Exact-match accuracy on ``sequences`` fresh passkey sequences of ``length`` tokens (the
-    same sequences for every model: the generator is seeded). Undefined, not a crash, when the
-    model has no encoding for some position."""
-    generator = torch.Generator().manual_seed(seed)
-    correct = 0
+    """Exact match and per-token accuracy on ``sequences`` fresh passkey sequences of
+    ``length`` tokens (the same sequences for every model: the generator is seeded).
+
+    A sequence is right when the argmax at every scored position (the key tokens, each given
+    the true prefix) is the target, which is greedy decoding of the whole key being right.
+    Returns the accuracies with the outcome of every sequence, in order (``correct``: 1 or 0;
+    ``tokens_correct``: how many of its key tokens were right), so that intervals can resample
+    sequences. Undefined, not a crash, when the model has no encoding for some position.
+    """
+    # Drawn at once, then batched: the test sequences do not depend on the batch size.
+    every_input, every_target = task.sample(torch.Generator().manual_seed(seed), sequences, length)
+    correct: list[int] = []
+    tokens_correct: list[int] = []
     try:
-        for start in range(0, sequences, batch_size):
-            inputs, targets = task.sample(generator, min(batch_size, sequences - start), length)
-            logits = model(inputs.to(device))[:, -1]  # (B, V): the answer after QUERY
-            correct += int((logits.argmax(-1).cpu() == targets[:, -1]).sum())
+        for inputs, targets in zip(every_input.split(batch_size), every_target.split(batch_size)):
+            scored = targets != IGNORE  # (B, L)
+            predicted = model(inputs.to(device)).argmax(-1).cpu()  # (B, L)
+            right = (predicted == targets) & scored
+            tokens_correct += right.sum(-1).tolist()
+            correct += (right == scored).all(-1).int().tolist()
     except PositionOutOfRange as err:
-        return {"accuracy": None, "sequences": 0, "defined": False, "reason": str(err)}
-    return {"accuracy": correct / sequences, "sequences": sequences, "defined": True}
+        return {
+            "accuracy": None,
+            "token_accuracy": None,
+            "sequences": 0,
+            "correct": [],
+            "tokens_correct": [],
+            "defined": False,
+            "reason": str(err),
+        }
+    return {
+        "accuracy": sum(correct) / sequences,
+        "token_accuracy": sum(tokens_correct) / (sequences * task.key_len),
+        "sequences": sequences,
+        "correct": correct,
+        "tokens_correct": tokens_correct,
+        "defined": True,
+    }
 
 
 def evaluate_passkey(
@@ -333,13 +370,23 @@ def evaluate_passkey(
     batch_size: int,
     device: torch.device,
 ) -> list[dict[str, Any]]:
-    """Accuracy at ``multipliers`` × the longest training length N."""
+    """Accuracy at ``multipliers`` × the longest training length N, with each length's chance
+    (a uniform guess of the key) and the bound on any predictor blind to order."""
     model.eval()
     rows = []
     for m in multipliers:
         length = m * train_len
         result = passkey_accuracy(model, task, length, sequences, seed + m, batch_size, device)
-        rows.append({"multiplier": m, "length": length, **result})
+        rows.append(
+            {
+                "multiplier": m,
+                "length": length,
+                "key_len": task.key_len,
+                "chance": task.chance,
+                "position_blind_bound": task.position_blind_bound(length),
+                **result,
+            }
+        )
     return rows
 
 

@@ -213,7 +213,11 @@ class LanguageModel(nn.Module):
     def __init__(self, vocab_size: int, cfg: ModelConfig, encoding: PositionalEncoding):
         super().__init__()
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
-        nn.init.normal_(self.embed.weight, std=0.02)
+        # Scaled: fairseq's recipe for Vaswani et al.'s models (Press et al. train with it):
+        # weights at std d^-1/2 times sqrt(d), so tokens enter at unit RMS, beside the
+        # sinusoidal table's 1/sqrt(2). Unscaled: GPT-2's std 0.02 (Radford et al. 2019).
+        std = cfg.d_model**-0.5 if cfg.scale_embeddings else 0.02
+        nn.init.normal_(self.embed.weight, std=std)
         self.drop = nn.Dropout(cfg.dropout)
         self.stack = TransformerStack(cfg, encoding)
         self.ln_f = nn.LayerNorm(cfg.d_model)

@@ -10,24 +10,26 @@ def test_default_corpus_ships_with_python():
     corpus = load_corpus()
     n = len(corpus.train) + len(corpus.val)
     assert n == len(read_text(None)) > 400_000  # ~465k characters of pydoc_data.topics
-    assert len(corpus.train) == int(n * 0.9)
+    # Every tenth whole block of 4096 characters validates.
+    assert len(corpus.val) == corpus.val_blocks * 4096 == (n // 4096 // 10) * 4096
     assert corpus.vocab == tuple(sorted(corpus.vocab)) and 50 < corpus.vocab_size < 200
     assert load_corpus().sha256 == corpus.sha256  # the same text every time
 
 
-def test_file_corpus_split_is_contiguous(tmp_path):
-    text = "abcdefghij" * 10 + "XYZ"
+def test_file_corpus_split_is_interleaved_whole_blocks(tmp_path):
+    text = "".join(chr(ord("a") + i) * 10 for i in range(10)) + "XYZ"  # 10 blocks of 10 + tail
     path = tmp_path / "corpus.txt"
     path.write_text(text, encoding="utf-8")
-    corpus = load_corpus(str(path), val_fraction=0.2)
+    corpus = load_corpus(str(path), val_fraction=0.2, block=10)
 
     def decode(ids):
         return "".join(corpus.vocab[i] for i in ids.tolist())
 
-    # The first 80 % trains, the rest validates: the validation text is never in training.
-    assert decode(corpus.train) + decode(corpus.val) == text
-    assert decode(corpus.train) == text[: int(len(text) * 0.8)]
-    assert "X" in corpus.vocab  # the vocabulary covers the validation text too
+    # Blocks 4 and 9 (one in every five, never the first) validate, whole; the rest and the
+    # partial tail train. The validation text is never in training.
+    assert decode(corpus.val) == "e" * 10 + "j" * 10
+    assert decode(corpus.train) == "".join(c * 10 for c in "abcdfghi") + "XYZ"
+    assert corpus.val_blocks == 2 and "X" in corpus.vocab  # vocabulary covers both splits
 
 
 def test_missing_corpus_names_the_key(tmp_path):
@@ -47,26 +49,123 @@ def test_lm_batches_are_shifted_windows_and_seeded():
         lm_batches(torch.arange(10), seq_len=16)
 
 
-@pytest.mark.parametrize("length", [2, 5, 64])
-def test_passkey_sequence_hides_exactly_one_key(length):
-    task = PasskeyTask(num_filler=6, num_keys=4)
-    x, y = task.sample(torch.Generator().manual_seed(0), 32, length)
-    assert x.shape == y.shape == (32, length)
-    assert (x[:, -1] == task.query).all()
-    is_key = (x >= 6) & (x < 10)
-    assert (is_key.sum(-1) == 1).all()  # one passkey per row, somewhere before QUERY
-    assert (y[:, :-1] == IGNORE).all()  # only the answer is scored ...
-    torch.testing.assert_close(y[:, -1], x[is_key])  # ... and it is the hidden key
+def test_validation_blocks_spread_evenly():
+    from posenc.data import validation_blocks
+
+    assert validation_blocks(30, 0.1) == [9, 19, 29]
+    assert validation_blocks(7, 0.3) == [3, 6]
+    assert validation_blocks(3, 0.1) == []
+
+
+def test_a_text_too_short_for_one_validation_block_names_the_key(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("abc" * 100, encoding="utf-8")
+    with pytest.raises(ValueError, match="extrapolation.split_block"):
+        load_corpus(str(path), val_fraction=0.1, block=100)
+
+
+def test_the_interleaved_split_is_fair_where_the_contiguous_one_is_not():
+    """The reason for the split: a bigram model counted on the training text scores the
+    validation text about as well as held-out training text when the split interleaves blocks,
+    but not when validation is the contiguous tail (the alphabetical end of the pydoc topics).
+    Held-out training text is cut from the training split the same way validation was."""
+    from analyses.extrapolation.compute import ngram_baselines
+    from posenc.data import validation_blocks
+
+    def split(ids, interleaved, block=4096, fraction=0.1):
+        if not interleaved:
+            cut = int(len(ids) * (1 - fraction))
+            return ids[:cut], ids[cut:]
+        held = set(validation_blocks(len(ids) // block, fraction))
+        blocks = [ids[i : i + block] for i in range(0, len(ids), block)]
+        return (
+            [t for i, b in enumerate(blocks) if i not in held for t in b],
+            [t for i, b in enumerate(blocks) if i in held for t in b],
+        )
+
+    corpus = load_corpus()
+    index = {c: i for i, c in enumerate(corpus.vocab)}
+    ids = [index[c] for c in read_text(None)]
+    gaps = {}
+    for interleaved in (False, True):
+        train, val = split(ids, interleaved)
+        fit, held = split(train, interleaved)
+        v = corpus.vocab_size
+        gaps[interleaved] = (
+            ngram_baselines(fit, val, v)["bigram"] - ngram_baselines(fit, held, v)["bigram"]
+        )
+    print("bigram validation minus held-out training bits/char:", gaps)
+    assert gaps[False] < -0.1, gaps  # the contiguous tail is easier: a topic effect
+    assert abs(gaps[True]) < 0.05, gaps
+
+
+def passkey_parts(task, inputs):
+    """(KEY index, QUERY index, body) of each row, read back from the inputs alone."""
+    key_at = (inputs == task.key_marker).int().argmax(-1)
+    query_at = (inputs == task.query).int().argmax(-1)
+    bodies = [torch.cat([row[:k], row[k + 1 : q]]) for row, k, q in zip(inputs, key_at, query_at)]
+    return key_at, query_at, bodies
+
+
+@pytest.mark.parametrize("length", [7, 8, 23, 64])
+def test_passkey_sequence_is_haystack_key_query_answer(length):
+    task = PasskeyTask(num_symbols=5, key_len=3)
+    x, y = task.sample(torch.Generator().manual_seed(0), 64, length)
+    assert x.shape == y.shape == (64, length) and x.dtype == y.dtype == torch.long
+    assert ((x == task.key_marker).sum(-1) == 1).all() and ((x == task.query).sum(-1) == 1).all()
+    assert ((x >= 0) & (x < task.vocab_size)).all()
+    key_at, query_at, _ = passkey_parts(task, x)
+    assert (query_at == length - 3).all()  # QUERY, then the first n - 1 key tokens fed back
+    assert (key_at + 3 < query_at).all()  # the key lies wholly before QUERY
+    key = torch.stack([x[r, k + 1 : k + 4] for r, k in enumerate(key_at.tolist())])
+    assert (key < task.num_symbols).all()  # ordinary symbols: no marker inside the key
+    torch.testing.assert_close(y[:, -3:], key)  # the targets are the key, in order ...
+    torch.testing.assert_close(x[:, -2:], key[:, :2])  # ... fed back one step late
+    assert (y[:, :-3] == IGNORE).all()  # nothing else is scored
+
+
+def test_passkey_body_counts_are_balanced_and_the_key_is_uniform():
+    """No symbol is more frequent than another by more than one, at any length; the key is
+    what follows KEY, so its first symbol is uniform over V."""
+    task = PasskeyTask(num_symbols=4, key_len=2)
+    for length in (5, 9, 30):
+        x, _ = task.sample(torch.Generator().manual_seed(length), 200, length)
+        M = length - task.key_len - 1
+        for body in passkey_parts(task, x)[2]:
+            counts = torch.bincount(body, minlength=task.num_symbols)
+            assert len(body) == M and counts.sum() == M
+            assert counts.min() == M // 4 and counts.max() == -(-M // 4)
+    x, y = task.sample(torch.Generator().manual_seed(1), 8000, 30)
+    share = torch.bincount(y[:, -2], minlength=4) / 8000  # the first key token
+    assert (share - 0.25).abs().max() < 0.02, share  # 4.6 standard errors
+    key_at = (x == task.key_marker).int().argmax(-1)
+    assert set(key_at.tolist()) == set(range(30 - 2 - 1 - 2 + 1))  # every place the key fits
+
+
+def test_passkey_chance_and_blind_bound():
+    task = PasskeyTask(num_symbols=16, key_len=3)
+    assert task.vocab_size == 18 and task.min_length == 7
+    assert task.chance == 16.0**-3
+    # M = 60 body symbols, at most 4 of each: 4/60 * 4/59 * 4/58.
+    assert task.position_blind_bound(64) == pytest.approx(4**3 / (60 * 59 * 58))
+    assert task.chance < task.position_blind_bound(64) < 1.3 * task.chance
+    assert task.position_blind_bound(4 * 64) < 1.1 * task.chance  # -> V^-n as M grows
+    with pytest.raises(ValueError, match="needs length >= 7"):
+        task.sample(torch.Generator(), 1, 6)
+    with pytest.raises(ValueError, match="num_symbols >= 2"):
+        PasskeyTask(num_symbols=1)
 
 
 def test_passkey_batches_cover_the_training_lengths_deterministically():
-    task = PasskeyTask()
-    batches = task.batches(min_len=4, max_len=9)
+    task = PasskeyTask(num_symbols=4, key_len=2)
+    batches = task.batches(min_len=5, max_len=9)
     gen = torch.Generator().manual_seed(0)
     lengths = {batches(gen, 2)[0].shape[1] for _ in range(200)}
-    assert lengths == set(range(4, 10))
+    assert lengths == set(range(5, 10))
     a = batches(torch.Generator().manual_seed(5), 4)
     b = batches(torch.Generator().manual_seed(5), 4)
     torch.testing.assert_close(a, b)
     with pytest.raises(ValueError):
-        task.batches(min_len=9, max_len=4)
+        task.batches(min_len=9, max_len=5)
+    with pytest.raises(ValueError, match="needs 5"):
+        task.batches(min_len=4, max_len=9)  # too short for KEY, key, QUERY, answer

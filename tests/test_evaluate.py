@@ -110,13 +110,30 @@ def nll(p, vocab):
 def test_mode_all_scores_every_token_of_non_overlapping_windows():
     V, L = 5, 4
     text = torch.arange(13) % V  # the oracle is right at every position, with confidence p
-    assert all_token_windows(13, L, max_windows=10).tolist() == [0, 4, 8]  # (13-1)//4 windows
+    assert all_token_windows(13, L, tokens=12).tolist() == [0, 4, 8]  # (13-1)//4 windows
     result = bits_per_char(
-        PositionOracle(V), text, L, "all", max_windows=10, segment=0, segment_ends=None
+        PositionOracle(V), text, L, "all", tokens_scored=12, segment=0, segment_ends=None
     )
     expected = sum(nll(p, V) for p in range(L)) / L / math.log(2)
     assert result["bits_per_char"] == pytest.approx(expected, rel=1e-5, abs=1e-6)
     assert result["tokens_scored"] == 3 * L and result["windows"] == 3 and result["defined"]
+    assert result["window_bits"] == pytest.approx([expected] * 3, rel=1e-5)
+
+
+def test_mode_all_scores_the_same_number_of_tokens_at_every_length():
+    text = torch.randint(0, 5, (1000,), generator=torch.Generator().manual_seed(0))
+    model = ContentOracle(5)
+    for L in (4, 8, 16, 32):
+        result = bits_per_char(
+            model, text, L, "all", tokens_scored=256, segment=0, segment_ends=None
+        )
+        assert result["tokens_scored"] == 256 and result["windows"] == 256 // L
+        # Windows hold equal token counts: their mean is the overall mean.
+        assert sum(result["window_bits"]) / result["windows"] == pytest.approx(
+            result["bits_per_char"]
+        )
+    with pytest.raises(ValueError, match="cannot hold 2048 scored tokens"):
+        all_token_windows(1000, 32, tokens=2048)
 
 
 def test_mode_segment_scores_the_last_tokens_with_growing_context():
@@ -126,7 +143,13 @@ def test_mode_segment_scores_the_last_tokens_with_growing_context():
     assert ends.tolist() == [8, 29]  # the longest window fits; spread over the rest
     for L in (2, 4, 8):
         result = bits_per_char(
-            PositionOracle(V), text, L, "segment", max_windows=0, segment=segment, segment_ends=ends
+            PositionOracle(V),
+            text,
+            L,
+            "segment",
+            tokens_scored=0,
+            segment=segment,
+            segment_ends=ends,
         )
         # Scored: the window's last two positions, L-2 and L-1, in each of the two windows.
         expected = (nll(L - 2, V) + nll(L - 1, V)) / 2 / math.log(2)
@@ -162,9 +185,9 @@ def test_mode_segment_scores_the_same_tokens_at_every_length():
     model = ContentOracle(V)
     by_mode = {
         mode: [
-            bits_per_char(model, text, L, mode, max_windows=4, segment=segment, segment_ends=ends)[
-                "bits_per_char"
-            ]
+            bits_per_char(
+                model, text, L, mode, tokens_scored=32, segment=segment, segment_ends=ends
+            )["bits_per_char"]
             for L in (4, 8, 32)
         ]
         for mode in ("all", "segment")
@@ -183,14 +206,16 @@ def test_learned_is_undefined_beyond_lmax_not_a_crash():
     model = tiny_model("learned", max_len=8)
     text = torch.randint(0, 7, (400,), generator=torch.Generator().manual_seed(1))
     ends = segment_window_ends(400, 16, 4, 3)
-    inside = bits_per_char(model, text, 8, "all", max_windows=4, segment=4, segment_ends=ends)
-    beyond = bits_per_char(model, text, 16, "segment", max_windows=4, segment=4, segment_ends=ends)
+    inside = bits_per_char(model, text, 8, "all", tokens_scored=32, segment=4, segment_ends=ends)
+    beyond = bits_per_char(
+        model, text, 16, "segment", tokens_scored=32, segment=4, segment_ends=ends
+    )
     assert inside["defined"] and math.isfinite(inside["bits_per_char"])
     assert beyond["defined"] is False and beyond["bits_per_char"] is None
     assert "L_max" in beyond["reason"]
     accuracy = evaluate_passkey(
         model,
-        PasskeyTask(3, 3),
+        PasskeyTask(num_symbols=3, key_len=2),
         train_len=8,
         multipliers=[1, 2],
         sequences=4,
@@ -199,7 +224,7 @@ def test_learned_is_undefined_beyond_lmax_not_a_crash():
         device=CPU,
     )
     assert accuracy[0]["defined"] and accuracy[1]["defined"] is False
-    assert accuracy[1]["accuracy"] is None
+    assert accuracy[1]["accuracy"] is None and accuracy[1]["correct"] == []
 
 
 @pytest.mark.parametrize("encoding", ["learned", "rope", "alibi"])
@@ -212,7 +237,7 @@ def test_evaluate_lm_rows(encoding):
         tokens[500:],
         train_len=8,
         multipliers=[1, 2, 4],
-        max_windows=4,
+        tokens=64,
         segment=4,
         segment_windows=3,
         batch_tokens=64,
@@ -235,29 +260,69 @@ def test_evaluate_lm_rows(encoding):
         assert model.stack.encoding.base == 10000.0  # restored after NTK
 
 
-def test_passkey_accuracy_is_exact_match_on_fixed_sequences():
-    task = PasskeyTask(num_filler=4, num_keys=5)
+class PositionReader(nn.Module):
+    """Solves passkey retrieval by position: at the i-th step after QUERY it outputs the
+    symbol i places after KEY; ``wrong_step`` (if set) names a step it always gets wrong."""
 
-    class Cheat(nn.Module):
-        """Finds the passkey by looking: the one token >= num_filler before QUERY."""
+    def __init__(self, task: PasskeyTask, wrong_step: int | None = None):
+        super().__init__()
+        self.task, self.wrong_step = task, wrong_step
 
-        def forward(self, tokens, positions=None):
-            key = torch.where((tokens >= 4) & (tokens < 9), tokens, 0).max(-1).values
-            return (
-                nn.functional.one_hot(key, task.vocab_size)
-                .float()[:, None]
-                .expand(-1, tokens.shape[1], -1)
-            )
+    def forward(self, tokens, positions=None):
+        task, n = self.task, self.task.key_len
+        key_at = (tokens == task.key_marker).int().argmax(-1, keepdim=True)  # (B, 1)
+        answer = tokens.gather(1, key_at + 1 + torch.arange(n))  # (B, n)
+        if self.wrong_step is not None:
+            answer[:, self.wrong_step] = (answer[:, self.wrong_step] + 1) % task.num_symbols
+        guess = torch.zeros_like(tokens)
+        guess[:, -n:] = answer  # the predictions at QUERY and at the fed answer tokens
+        return nn.functional.one_hot(guess, task.vocab_size).float()  # (B, L, V)
 
-    rows = evaluate_passkey(
-        Cheat(),
+
+def passkey_rows(model, task, sequences=10, batch_size=3):
+    return evaluate_passkey(
+        model,
         task,
-        train_len=6,
+        train_len=8,
         multipliers=[1, 2, 4],
-        sequences=10,
+        sequences=sequences,
         seed=0,
-        batch_size=3,
+        batch_size=batch_size,
         device=CPU,
     )
+
+
+def test_passkey_accuracy_is_exact_match_on_fixed_sequences():
+    task = PasskeyTask(num_symbols=4, key_len=3)
+    rows = passkey_rows(PositionReader(task), task)
+    assert [r["length"] for r in rows] == [8, 16, 32]
     assert [r["accuracy"] for r in rows] == [1.0, 1.0, 1.0]
-    assert [r["length"] for r in rows] == [6, 12, 24]
+    assert [r["token_accuracy"] for r in rows] == [1.0, 1.0, 1.0]
+    for r in rows:
+        assert r["correct"] == [1] * 10 and r["tokens_correct"] == [3] * 10
+        assert r["chance"] == 4.0**-3 and r["key_len"] == 3
+        assert r["position_blind_bound"] == task.position_blind_bound(r["length"])
+    # One key token always wrong: no sequence is right, though two thirds of the tokens are.
+    rows = passkey_rows(PositionReader(task, wrong_step=2), task)
+    assert [r["accuracy"] for r in rows] == [0.0, 0.0, 0.0]
+    assert [r["token_accuracy"] for r in rows] == pytest.approx([2 / 3] * 3)
+    assert rows[0]["correct"] == [0] * 10 and rows[0]["tokens_correct"] == [2] * 10
+
+
+def test_passkey_outcomes_are_per_sequence_and_seeded():
+    """A model that always answers symbol 0: outcomes vary by sequence, their mean is the
+    accuracy, and the batch size does not change which sequences are drawn."""
+    task = PasskeyTask(num_symbols=3, key_len=1)
+
+    class Zero(nn.Module):
+        def forward(self, tokens, positions=None):
+            return nn.functional.one_hot(torch.zeros_like(tokens), task.vocab_size).float()
+
+    model = Zero()
+    rows = passkey_rows(model, task, sequences=64, batch_size=64)
+    again = passkey_rows(model, task, sequences=64, batch_size=7)
+    for r, s in zip(rows, again):
+        assert len(r["correct"]) == r["sequences"] == 64
+        assert r["accuracy"] == sum(r["correct"]) / 64 == r["token_accuracy"]
+        assert 0 < sum(r["correct"]) < 64  # about a third, not all or none
+        assert r["correct"] == s["correct"]

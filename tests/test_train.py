@@ -192,7 +192,7 @@ def settings(tmp_path, **train_overrides):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the quick brown fox jumps over the lazy dog. " * 60, encoding="utf-8")
     return {
-        "data": {"corpus": str(corpus), "val_fraction": 0.1, "seq_len": 16},
+        "data": {"corpus": str(corpus), "val_fraction": 0.1, "split_block": 256, "seq_len": 16},
         "model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "dropout": 0.0},
         "train": {
             "batch_size": 2,
@@ -262,11 +262,11 @@ def test_rule_script_writes_a_checkpoint_that_rebuilds_the_model(tmp_path):
 
 def test_passkey_task_trains_through_the_rule_script(tmp_path):
     cfg = settings(tmp_path)
-    cfg["data"] = {"num_filler": 4, "num_keys": 4, "min_len": 4, "max_len": 8}
+    cfg["data"] = {"num_symbols": 4, "key_len": 2, "min_len": 5, "max_len": 8}
     _model, meta, summary = train_script.compute(
         "passkey", "none", 0, cfg, CPU, progress=io.StringIO()
     )
-    assert meta["train_len"] == 8 and meta["vocab_size"] == 9
+    assert meta["train_len"] == 8 and meta["vocab_size"] == 6  # 4 symbols, KEY, QUERY
     assert len(summary["log"]["losses"]) == 6
 
 
@@ -303,11 +303,21 @@ def test_scale_embeddings_multiplies_tokens_by_sqrt_d_model():
     cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
     torch.manual_seed(0)
     scaled = build_model(11, {**cfg, "scale_embeddings": True}, "sinusoidal", {})
-    torch.manual_seed(0)
-    plain = build_model(11, cfg, "sinusoidal", {})
     tokens = torch.randint(0, 11, (2, 8))
     with torch.no_grad():
-        x = plain.stack(plain.embed(tokens) * 4.0)  # sqrt(16)
-        expected = plain.ln_f(x) @ plain.embed.weight.T
-        torch.testing.assert_close(scaled(tokens), expected)
-        assert not torch.allclose(plain(tokens), expected)
+        x = scaled.stack(scaled.embed(tokens) * 4.0)  # sqrt(16)
+        torch.testing.assert_close(scaled(tokens), scaled.ln_f(x) @ scaled.embed.weight.T)
+
+
+def test_scaled_embeddings_start_at_unit_rms_as_fairseq_draws_them():
+    # fairseq: N(0, d^-1/2) weights times sqrt(d): tokens at unit RMS beside the sinusoidal
+    # table's 1/sqrt(2); unscaled: GPT-2's N(0, 0.02).
+    cfg = {"d_model": 64, "n_heads": 4, "n_layers": 1}
+    torch.manual_seed(0)
+    scaled = build_model(4000, {**cfg, "scale_embeddings": True}, "sinusoidal", {})
+    plain = build_model(4000, cfg, "sinusoidal", {})
+    tokens = torch.arange(4000)
+    with torch.no_grad():
+        rms = (scaled.embed(tokens) * scaled.embed_scale).pow(2).mean().sqrt()
+        assert abs(float(rms) - 1.0) < 0.02
+        assert abs(float(plain.embed.weight.std()) - 0.02) < 0.001

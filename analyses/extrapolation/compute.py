@@ -2,8 +2,14 @@
 
 Inputs are the per-model evaluation records (``workflow/scripts/evaluate_model.py``) and
 training logs (``workflow/scripts/train_model.py``), listed by the spec's ``inputs``; nothing is
-trained or evaluated here, so the report can change without touching a model. Seeds are
-summarised by their mean and spread (half the min-max range).
+trained or evaluated here, so the report can change without touching a model.
+
+Every mean comes with a confidence interval from a two-level bootstrap (``posenc.stats``): over
+seeds, and within each model over its evaluation windows (LM) or test sequences (passkey).
+Comparisons resample what they share jointly: a change with length is paired by window (mode
+b scores the same windows at every length), a comparison of encodings by text. The claims read
+these intervals, so a verdict rests on the whole interval. Where a model's own interval (its
+windows only) does not overlap another seed's, the seeds disagree, and the tables show each.
 
 Length evidence uses the ``segment`` scoring mode: the same tokens are scored at every length,
 so a difference between lengths is the effect of context length alone (Press et al. 2022,
@@ -18,11 +24,16 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
+
 from posenc.analysis import Context, Measurements
 from posenc.encodings import REGISTRY
 from posenc.io import read_json
+from posenc.stats import Bootstrap, Resampled, disagree
 
 LN2 = math.log(2)
+# Interval settings when a caller gives none (the config's extrapolation.intervals).
+DEFAULT_INTERVALS = {"level": 0.95, "resamples": 2000}
 
 
 def series_name(encoding: str, method: str) -> str:
@@ -31,18 +42,15 @@ def series_name(encoding: str, method: str) -> str:
     return encoding if method == "plain" else f"{encoding}+{method.upper()}"
 
 
-def spread(values: list[float]) -> dict[str, Any]:
-    """Mean, min, max and n over seeds."""
-    return {
-        "mean": sum(values) / len(values),
-        "min": min(values),
-        "max": max(values),
-        "n": len(values),
-    }
+def _encoding_index(name: str) -> int:
+    """Registry order (built-ins, then plugins, as registered), unknown names last."""
+    names = list(REGISTRY)
+    return names.index(name) if name in names else len(names)
 
 
 def lm_table(evals: list[dict]) -> list[dict[str, Any]]:
-    """Tidy rows of every language-model evaluation."""
+    """Tidy rows of every language-model evaluation (one per model, split, mode and length;
+    the per-window values stay in the evaluation records)."""
     rows = []
     for ev in evals:
         if ev["task"] != "lm":
@@ -60,55 +68,10 @@ def lm_table(evals: list[dict]) -> list[dict[str, Any]]:
                     "bits_per_char": r["bits_per_char"],
                     "defined": r["defined"],
                     "tokens_scored": r["tokens_scored"],
+                    "windows": r["windows"],
                 }
             )
     return rows
-
-
-def summarise_lm(rows: list[dict]) -> dict[tuple[str, str, int], dict | None]:
-    """{(series, mode, multiplier): spread over seeds} on validation text; None where any seed
-    is undefined (a learned table past L_max)."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in rows:
-        if r["split"] == "val":
-            groups[(r["series"], r["mode"], r["multiplier"])].append(r)
-    return {
-        key: spread([r["bits_per_char"] for r in group])
-        if all(r["defined"] for r in group)
-        else None
-        for key, group in groups.items()
-    }
-
-
-def _encoding_index(name: str) -> int:
-    """Registry order (built-ins, then plugins, as registered), unknown names last."""
-    names = list(REGISTRY)
-    return names.index(name) if name in names else len(names)
-
-
-def _model_order(item) -> tuple:
-    (enc, seed, _), _ = item
-    return (_encoding_index(enc), seed)
-
-
-def memorisation_gaps(rows: list[dict]) -> list[dict[str, Any]]:
-    """Per model: bits/char on training and validation text at L_train (mode all), and the gap."""
-    at_train = {
-        (r["encoding"], r["seed"], r["split"]): r["bits_per_char"]
-        for r in rows
-        if r["mode"] == "all" and r["multiplier"] == 1 and r["series"] == r["encoding"]
-    }
-    return [
-        {
-            "encoding": enc,
-            "seed": seed,
-            "train_bits": bits,
-            "val_bits": at_train[(enc, seed, "val")],
-            "gap_bits": at_train[(enc, seed, "val")] - bits,
-        }
-        for (enc, seed, split), bits in sorted(at_train.items(), key=_model_order)
-        if split == "train"
-    ]
 
 
 def passkey_table(evals: list[dict]) -> list[dict[str, Any]]:
@@ -125,22 +88,101 @@ def passkey_table(evals: list[dict]) -> list[dict[str, Any]]:
                     "multiplier": r["multiplier"],
                     "length": r["length"],
                     "accuracy": r["accuracy"],
+                    "token_accuracy": r.get("token_accuracy"),
                     "defined": r["defined"],
+                    "sequences": r["sequences"],
+                    "key_len": r.get("key_len"),
                     "chance": ev["chance"],
+                    "position_blind_bound": r.get("position_blind_bound"),
                 }
             )
     return rows
 
 
-def summarise_passkey(rows: list[dict]) -> dict[tuple[str, int], dict | None]:
-    """{(encoding, multiplier): spread over seeds}; None where any seed is undefined."""
-    groups: dict[tuple, list] = defaultdict(list)
-    for r in rows:
-        groups[(r["encoding"], r["multiplier"])].append(r)
-    return {
-        key: spread([r["accuracy"] for r in group]) if all(r["defined"] for r in group) else None
-        for key, group in groups.items()
-    }
+def _units(ev: dict, r: dict) -> tuple[list[float] | None, tuple]:
+    """One evaluation row's per-unit values and the name of the units they are measured on:
+    the same name wherever the units are the same, so the bootstrap pairs them."""
+    if ev["task"] == "lm":
+        # Mode b scores the same windows at every length and for every model; mode a scores
+        # tokens / L windows of the same text at length L for every model.
+        units = ("segment",) if r["mode"] == "segment" else (r["mode"], r["split"], r["length"])
+        return r.get("window_bits"), units
+    return r.get("correct"), ("passkey", r["length"])
+
+
+class Scores:
+    """Every model's per-unit scores, by (task, series, split, mode, multiplier), resampled
+    with one :class:`Bootstrap` so that every interval drawn from it is paired where the data
+    are. A key whose models are undefined (a learned table past L_max) has no scores."""
+
+    def __init__(self, evals: list[dict], bootstrap: Bootstrap, level: float):
+        self.bootstrap, self.level = bootstrap, level
+        groups: dict[tuple, dict] = defaultdict(lambda: {"seeds": {}, "defined": True})
+        for ev in evals:
+            for r in ev["rows"]:
+                method = r.get("method", "plain")
+                key = (
+                    ev["task"],
+                    series_name(ev["encoding"], method),
+                    r.get("split", "val"),
+                    r.get("mode", "all"),
+                    r["multiplier"],
+                )
+                group = groups[key]
+                group["encoding"] = ev["encoding"]
+                values, group["units"] = _units(ev, r)
+                if not r["defined"] or not values:
+                    group["defined"] = False
+                else:
+                    group["seeds"][ev["seed"]] = values
+        self.groups = dict(groups)
+        self._resampled: dict[tuple, Resampled | None] = {}
+
+    def get(self, task, series, mode, multiplier, split="val") -> Resampled | None:
+        """The resampled mean over seeds and units; None where undefined or not evaluated."""
+        key = (task, series, split, mode, multiplier)
+        if key not in self._resampled:
+            group = self.groups.get(key)
+            if group is None or not group["defined"] or not group["seeds"]:
+                self._resampled[key] = None
+            else:
+                values = np.array([group["seeds"][s] for s in sorted(group["seeds"])])
+                self._resampled[key] = self.bootstrap.mean(
+                    values, seeds_of=(task, group["encoding"]), units_of=group["units"]
+                )
+        return self._resampled[key]
+
+    def interval(self, resampled: Resampled | None) -> dict[str, float] | None:
+        return None if resampled is None else resampled.interval(self.level)
+
+    def cell(self, key: tuple) -> dict[str, Any]:
+        """What a table cell shows: the estimate and interval over seeds, each seed's mean
+        and whether the seeds disagree (their own intervals do not overlap)."""
+        task, series, split, mode, m = key
+        group = self.groups[key]
+        if not group["defined"] or not group["seeds"]:
+            return {"defined": False}
+        per_seed = {
+            seed: self.bootstrap.within(np.array(values), group["units"]).interval(self.level)
+            for seed, values in sorted(group["seeds"].items())
+        }
+        return {
+            "defined": True,
+            **self.interval(self.get(task, series, mode, m, split)),
+            "per_seed": {str(seed): i["estimate"] for seed, i in per_seed.items()},
+            "seeds_disagree": disagree(list(per_seed.values())),
+            "n_seeds": len(per_seed),
+            "units_per_model": len(next(iter(group["seeds"].values()))),
+        }
+
+    def cells(self, task: str) -> list[dict[str, Any]]:
+        return [
+            {"series": k[1], "split": k[2], "mode": k[3], "multiplier": k[4], **self.cell(k)}
+            for k in sorted(
+                (k for k in self.groups if k[0] == task),
+                key=lambda k: (k[2], k[3], _encoding_index(self.groups[k]["encoding"]), k[1], k[4]),
+            )
+        ]
 
 
 def training_table(train_logs: list[dict]) -> list[dict[str, Any]]:
@@ -200,42 +242,49 @@ def training_curves(train_logs: list[dict]) -> list[dict[str, Any]]:
     return rows
 
 
-def _mean(summary: dict, key) -> float | None:
-    entry = summary.get(key)
-    return None if entry is None else entry["mean"]
-
-
-def _finite(x: float | None) -> bool:
-    return isinstance(x, float) and math.isfinite(x)
+def late_change(train_logs: list[dict], fraction: float = 0.1) -> dict[str, dict[str, float]]:
+    """Per task and encoding: the mean training loss (bits, mean over seeds) over the last
+    ``fraction`` of the steps minus that over the ``fraction`` before it. Near zero: the curve
+    has flattened; clearly negative: the models were still improving when training stopped."""
+    runs: dict[tuple[str, str], list[list[float]]] = defaultdict(list)
+    for t in train_logs:
+        runs[(t["task"], t["encoding"])].append([x / LN2 for x in t["log"]["losses"]])
+    out: dict[str, dict[str, float]] = {}
+    for (task, enc), losses in sorted(runs.items(), key=lambda kv: _encoding_index(kv[0][1])):
+        mean = [sum(v) / len(v) for v in zip(*losses)]
+        n = max(1, int(len(mean) * fraction))
+        if len(mean) < 2 * n:
+            continue
+        last, before = mean[-n:], mean[-2 * n : -n]
+        out.setdefault(task, {})[enc] = sum(last) / n - sum(before) / n
+    return out
 
 
 def evidence(
-    lm: dict,
-    gaps: list[dict],
-    passkey: dict,
+    scores: Scores,
     encodings: list[str],
     multipliers: list[int],
     passkey_multipliers: list[int],
     chance: float | None,
     train_len: int,
 ) -> dict[str, Any]:
-    """The named values the claims read, per encoding where the claims name one; each is a
-    measured number or a yes/no fact, never a verdict."""
+    """The named values the claims read, per encoding where the claims name one; each is an
+    interval (estimate and bounds), a measured number or a yes/no fact, never a verdict."""
     longest = max(multipliers)
+    ci = scores.interval
 
-    def bits(series, mode, m):
-        return _mean(lm, (series, mode, m))
+    def bits(series, mode, m, split="val"):
+        return scores.get("lm", series, mode, m, split)
 
-    # In distribution (mode all at L_train): how far each encoding is behind the best.
+    # In distribution (mode a at L_train): how far each encoding is behind the best one (by
+    # its estimate), paired by text.
     at_train = {e: bits(e, "all", 1) for e in encodings if bits(e, "all", 1) is not None}
-    best = min(at_train, key=at_train.get)
-    # Beyond L_train (mode segment): the change from 1x to the longest length, and at the
-    # longest length how much lower one encoding's loss is than another's.
+    best = min(at_train, key=lambda e: at_train[e].point)
+    # Beyond L_train (mode b): the change from 1x to the longest length, paired by window,
+    # and at the longest length how much lower one encoding's loss is than another's.
     one = {e: bits(e, "segment", 1) for e in encodings}
     far = {e: bits(e, "segment", longest) for e in encodings}
     defined_far = [e for e in encodings if one[e] is not None and far[e] is not None]
-    # Every curve at 2x (the plain models and each context extension evaluated): the losses
-    # behind the extensions' gains.
     curves = list(encodings) + [
         series_name(e, method)
         for e in encodings
@@ -243,66 +292,86 @@ def evidence(
         for method in REGISTRY[e].extensions
     ]
     at_2x = {s: bits(s, "segment", 2) for s in curves} if 2 in multipliers else {}
-    # At 2x: how much each context extension the registry declares lowers the plain loss.
+    # At every length past L_train: how much each context extension the registry declares
+    # lowers the plain model's loss (the whole curve, not one point).
     extension_gain = {
         e: {
-            method: bits(e, "segment", 2) - bits(series_name(e, method), "segment", 2)
+            method: {
+                f"{m}x": ci(bits(e, "segment", m) - bits(series_name(e, method), "segment", m))
+                for m in multipliers
+                if m > 1
+                and bits(e, "segment", m) is not None
+                and bits(series_name(e, method), "segment", m) is not None
+            }
             for method in REGISTRY[e].extensions
-            if bits(e, "segment", 2) is not None
-            and bits(series_name(e, method), "segment", 2) is not None
         }
         for e in encodings
-        if e in REGISTRY and REGISTRY[e].extensions and 2 in multipliers
+        if e in REGISTRY and REGISTRY[e].extensions
     }
-    # Passkey: accuracy at 4N (the longest tested if 4N is not), the best encodings named.
-    # Each accuracy up to that length appears once: the best encodings' at it (what the claim
-    # reads) and every other one beside it.
+    # Passkey: accuracy at 4N (the longest tested if 4N is not), the best encodings named (by
+    # estimate); every encoding's accuracy at every length, for the claims that name one.
     at = 4 if 4 in passkey_multipliers else max(passkey_multipliers, default=None)
-    at_long = {e: _mean(passkey, (e, at)) for e in encodings}
-    at_long = {e: v for e, v in at_long.items() if v is not None}
-    top = max(at_long.values()) if at_long else None
-    best_long = [e for e, v in at_long.items() if v == top]
-    shown = [m for m in passkey_multipliers if at is not None and m <= at]
-    accuracy = {e: {m: _mean(passkey, (e, m)) for m in shown} for e in encodings}
+
+    def accuracy(e, m):
+        return scores.get("passkey", e, "all", m)
+
+    at_long = {e: accuracy(e, at) for e in encodings if accuracy(e, at) is not None}
+    top = max((r.point for r in at_long.values()), default=None)
+    best_long = [e for e, r in at_long.items() if r.point == top]
     other_accuracies = {
-        e: {f"{m}N": v for m, v in a.items() if v is not None and not (m == at and e in best_long)}
-        for e, a in accuracy.items()
+        e: {
+            f"{m}N": ci(accuracy(e, m))
+            for m in passkey_multipliers
+            if m <= at and accuracy(e, m) is not None and not (m == at and e in best_long)
+        }
+        for e in encodings
     }
-    worst_gap: dict[str, float] = {}
-    for g in gaps:
-        worst_gap[g["encoding"]] = max(worst_gap.get(g["encoding"], -math.inf), g["gap_bits"])
+    passkey_accuracy = {
+        e: {f"{m}N": ci(accuracy(e, m)) for m in passkey_multipliers if accuracy(e, m)}
+        for e in encodings
+    }
+    # Validation minus training bits/char at L_train (mode a), paired by seed: the mean gap
+    # over an encoding's models, and the largest gap of any one of them.
+    gap = {
+        e: bits(e, "all", 1) - bits(e, "all", 1, "train")
+        for e in encodings
+        if bits(e, "all", 1) is not None and bits(e, "all", 1, "train") is not None
+    }
     return {
         "train_len": train_len,
         "longest": longest,
         "parity_best": best,
-        "parity_best_bits": at_train[best],
-        "behind_best": {e: v - at_train[best] for e, v in at_train.items()},
-        "defined_at_train": {e: _finite(bits(e, "segment", 1)) for e in encodings},
+        "parity_best_bits": ci(at_train[best]),
+        "behind_best": {e: ci(r - at_train[best]) for e, r in at_train.items()},
+        "defined_at_train": {e: bits(e, "segment", 1) is not None for e in encodings},
         "defined_beyond_train": {
-            e: {f"{m}x": _finite(bits(e, "segment", m)) for m in multipliers if m > 1}
+            e: {f"{m}x": bits(e, "segment", m) is not None for m in multipliers if m > 1}
             for e in encodings
         },
         # Mode b at 1x, at the longest length and at 2x: the losses behind each difference.
-        "bits_at_1x": {e: v for e, v in one.items() if v is not None},
-        "bits_at_longest": {e: v for e, v in far.items() if v is not None},
-        "bits_at_2x": {s: v for s, v in at_2x.items() if v is not None},
-        "far_change": {e: far[e] - one[e] for e in defined_far},
-        "far_lead": {a: {b: far[b] - far[a] for b in defined_far if b != a} for a in defined_far},
+        "bits_at_1x": {e: ci(r) for e, r in one.items() if r is not None},
+        "bits_at_longest": {e: ci(r) for e, r in far.items() if r is not None},
+        "bits_at_2x": {s: ci(r) for s, r in at_2x.items() if r is not None},
+        "far_change": {e: ci(far[e] - one[e]) for e in defined_far},
+        "far_lead": {
+            a: {b: ci(far[b] - far[a]) for b in defined_far if b != a} for a in defined_far
+        },
         "extension_gain": extension_gain,
         "passkey_at": at,
         "passkey_chance": chance,
         "passkey_best": best_long,
-        "passkey_best_accuracy": {e: at_long[e] for e in best_long},
+        "passkey_best_accuracy": {e: ci(at_long[e]) for e in best_long},
         "passkey_other_accuracies": {e: a for e, a in other_accuracies.items() if a},
-        "worst_gap": worst_gap,
+        "passkey_accuracy": {e: a for e, a in passkey_accuracy.items() if a},
+        "memorisation_gap": {e: ci(r) for e, r in gap.items()},
     }
 
 
-def series_of(lm: dict, encodings: list[str], multipliers: list[int]) -> list[dict[str, Any]]:
+def series_of(scores: Scores, encodings: list[str], multipliers: list[int]) -> list[dict]:
     """The curves to show: each encoding, then each context extension evaluated, with its
     place among its encoding's extensions (0 for the plain model) and whether it has no value
     past L_train."""
-    found = {key[0] for key in lm}
+    found = {k[1] for k in scores.groups if k[0] == "lm"}
     plain = [(e, "plain", 0) for e in encodings]
     extended = [
         (e, method, i)
@@ -317,8 +386,8 @@ def series_of(lm: dict, encodings: list[str], multipliers: list[int]) -> list[di
             "encoding": e,
             "variant": variant,
             "undefined_beyond_train": any(
-                (series_name(e, method), "segment", m) in lm
-                and lm[(series_name(e, method), "segment", m)] is None
+                ("lm", series_name(e, method), "val", "segment", m) in scores.groups
+                and scores.get("lm", series_name(e, method), "segment", m) is None
                 for m in multipliers
                 if m > 1
             ),
@@ -338,8 +407,8 @@ def ngram_baselines(train: Sequence[int], val: Sequence[int], vocab_size: int) -
 
     both with add-one (Laplace) smoothing, so a character or pair unseen in training still has
     a probability (Jurafsky & Martin, Speech and Language Processing, ch. 3). Each is the mean
-    of -log2 p over every validation character; the first one's bigram context is the last
-    training character, which precedes it in the (contiguous) text.
+    of -log2 p over every validation character, each in the context of the character before
+    it in the validation text (the first: the last training character).
     """
     if not train or not val:
         raise ValueError("ngram_baselines needs a non-empty training and validation text")
@@ -359,7 +428,7 @@ def corpus_baselines(data: dict) -> dict[str, float]:
     None, validation fraction and SHA-256), split as the models' training split it."""
     from posenc.data import load_corpus
 
-    corpus = load_corpus(data["corpus"], data["val_fraction"])
+    corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
     if corpus.sha256 != data["sha256"]:
         raise ValueError(
             f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the models "
@@ -378,7 +447,9 @@ def compute(ctx: Context) -> Measurements:
     ctx.log.info("%d evaluations, %d training logs", len(evals), len(train_logs))
     lm_logs = [t for t in train_logs if t["task"] == "lm"]
     baselines = corpus_baselines(lm_logs[0]["data"]) if lm_logs else None
-    return aggregate(evals, train_logs, ctx.cfg["smoke_test"], baselines)
+    return aggregate(
+        evals, train_logs, ctx.cfg["smoke_test"], baselines, ctx.cfg["intervals"], ctx.seed
+    )
 
 
 def aggregate(
@@ -386,59 +457,82 @@ def aggregate(
     train_logs: list[dict],
     smoke_test: bool,
     baselines: dict[str, float] | None = None,
+    intervals: dict[str, Any] | None = None,
+    seed: int = 0,
 ) -> Measurements:
     """The measurements from evaluation records and training logs (timings merged in);
-    ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`)."""
+    ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`); ``intervals``
+    the bootstrap's level and resamples, seeded by ``seed``."""
+    intervals = intervals or DEFAULT_INTERVALS
+    scores = Scores(evals, Bootstrap(intervals["resamples"], seed), intervals["level"])
     lm_rows, passkey_rows = lm_table(evals), passkey_table(evals)
-    lm, passkey = summarise_lm(lm_rows), summarise_passkey(passkey_rows)
     lm_evals = [e for e in evals if e["task"] == "lm"]
     passkey_evals = [e for e in evals if e["task"] == "passkey"]
     encodings = sorted({e["encoding"] for e in evals}, key=_encoding_index)
     multipliers = sorted({r["multiplier"] for r in lm_rows if r["split"] == "val"})
     passkey_multipliers = sorted({r["multiplier"] for r in passkey_rows})
     train_len = lm_evals[0]["train_len"]
-    gaps = memorisation_gaps(lm_rows)
     chance = passkey_evals[0]["chance"] if passkey_evals else None
     lm_log = next(t for t in train_logs if t["task"] == "lm")
     corpus = lm_log["data"]
+    lm_cells = scores.cells("lm")
     summary = {
         "model": lm_log["model_config"],
         "corpus_name": corpus["corpus"] or "pydoc_data.topics",
         "corpus_characters": corpus["characters"],
+        "val_fraction_percent": round(100 * corpus["val_fraction"], 1),
+        "split_block": corpus.get("split_block"),
+        "val_blocks": corpus.get("val_blocks"),
         "vocab_size": lm_log.get("vocab_size"),
         # Reference bits/char of the validation text: uniform, unigram, bigram.
         "baselines": baselines or {},
+        "interval_percent": round(100 * intervals["level"], 1),
+        "resamples": intervals["resamples"],
         # What the limitations paragraph names: the training steps and parameter count of
-        # each task's models (every seed and encoding of a task trains as long).
+        # each task's models (every seed and encoding of a task trains as long), and how much
+        # the training loss still fell over the last tenth of training.
         "training_steps": {t["task"]: t["log"]["steps"] for t in train_logs},
         "n_params": {
             task: {"min": min(counts), "max": max(counts)}
             for task in sorted({t["task"] for t in train_logs})
             for counts in [[t["n_params"] for t in train_logs if t["task"] == task]]
         },
-        "train_fraction_percent": round(100 * (1 - corpus["val_fraction"]), 1),
+        "late_change": late_change(train_logs),
+        # The largest fall over the last tenth of training, per task (bits, negative: falling).
+        "late_change_min": {
+            task: min(by_encoding.values()) for task, by_encoding in late_change(train_logs).items()
+        },
         "segment": lm_evals[0]["settings"]["segment"],
         "segment_windows": lm_evals[0]["settings"]["segment_windows"],
+        "tokens": lm_evals[0]["settings"].get("tokens"),
         "checkpoint_every": lm_log["log"]["config"]["checkpoint_every"],
         "encodings": encodings,
-        "series": series_of(lm, encodings, multipliers),
+        "series": series_of(scores, encodings, multipliers),
         "multipliers": multipliers,
         "passkey_multipliers": passkey_multipliers,
         "passkey_train_len": passkey_evals[0]["train_len"] if passkey_evals else None,
-        "seeds": sorted({e["seed"] for e in evals}),
+        "passkey_sequences": max((r["sequences"] for r in passkey_rows), default=None),
+        # The task as trained (symbols, key length, lengths), and the most any predictor blind
+        # to order can score at each length (exact match), beside chance.
+        "passkey_task": next((t["data"] for t in train_logs if t["task"] == "passkey"), {}),
+        "passkey_blind_bound": {
+            f"{r['multiplier']}N": r["position_blind_bound"]
+            for r in passkey_rows
+            if r.get("position_blind_bound") is not None
+        },
+        "seeds": {
+            task: sorted({e["seed"] for e in evals if e["task"] == task})
+            for task in sorted({e["task"] for e in evals})
+        },
         "smoke_test": smoke_test,
         "devices": sorted({e["device"] for e in evals} | {t["device"] for t in train_logs}),
-        "lm": [
-            {"series": k[0], "mode": k[1], "multiplier": k[2], **(v or {"defined": False})}
-            for k, v in sorted(lm.items(), key=lambda kv: (kv[0][1], kv[0][0], kv[0][2]))
-        ],
-        "passkey": [
-            {"encoding": k[0], "multiplier": k[1], **(v or {"defined": False})}
-            for k, v in sorted(passkey.items())
-        ],
-        "gaps": gaps,
-        "max_gap_bits": max(g["gap_bits"] for g in gaps),
+        "lm": [c for c in lm_cells if c["split"] == "val"],
+        "lm_train": [c for c in lm_cells if c["split"] == "train"],
+        "passkey": scores.cells("passkey"),
+        "gaps": memorisation_gaps(lm_rows),
     }
+    ev = evidence(scores, encodings, multipliers, passkey_multipliers, chance, train_len)
+    summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     return Measurements(
         rows={
             "lm_bits": lm_rows,
@@ -446,8 +540,28 @@ def aggregate(
             "training_timing": training_table(train_logs),
             "training_curves": training_curves(train_logs),  # the figure's, not written
         },
-        evidence=evidence(
-            lm, gaps, passkey, encodings, multipliers, passkey_multipliers, chance, train_len
-        ),
+        evidence=ev,
         summary=summary,
     )
+
+
+def memorisation_gaps(rows: list[dict]) -> list[dict[str, Any]]:
+    """Per model: bits/char on training and validation text at L_train (mode all), and the gap."""
+    at_train = {
+        (r["encoding"], r["seed"], r["split"]): r["bits_per_char"]
+        for r in rows
+        if r["mode"] == "all" and r["multiplier"] == 1 and r["series"] == r["encoding"]
+    }
+    return [
+        {
+            "encoding": enc,
+            "seed": seed,
+            "train_bits": bits,
+            "val_bits": at_train[(enc, seed, "val")],
+            "gap_bits": at_train[(enc, seed, "val")] - bits,
+        }
+        for (enc, seed, split), bits in sorted(
+            at_train.items(), key=lambda kv: (_encoding_index(kv[0][0]), kv[0][1])
+        )
+        if split == "train"
+    ]

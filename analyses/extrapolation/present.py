@@ -24,40 +24,40 @@ TASKS = {
 }
 
 
-def cell(summary: dict[str, Any] | None, digits: int = 3) -> str:
-    """A table cell: mean ± half range over seeds, or 'undefined'."""
-    if summary is None:
+def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
+    """A table cell: the estimate and its confidence interval over seeds and evaluation units,
+    then each seed's own value where the seeds disagree; or 'undefined'."""
+    if entry is None:
         return "undefined"
-    if summary["n"] == 1:
-        return f"{summary['mean']:.{digits}f}"
-    half = (summary["max"] - summary["min"]) / 2
-    return f"{summary['mean']:.{digits}f} ± {half:.{digits}f}"
+    text = f"{entry['estimate']:.{digits}f}"
+    if entry["low"] != entry["high"]:
+        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
+    if entry.get("seeds_disagree"):
+        text += " seeds: " + ", ".join(f"{v:.{digits}f}" for v in entry["per_seed"].values())
+    return text
 
 
-def _lm(m: Measurements) -> dict[tuple, dict | None]:
-    """The summary's LM spreads by (series, mode, multiplier); None where undefined."""
-    return {
-        (e["series"], e["mode"], e["multiplier"]): e if e.get("defined", True) else None
-        for e in m.summary["lm"]
-    }
+def _lm(m: Measurements, split: str = "val") -> dict[tuple, dict | None]:
+    """The summary's LM cells by (series, mode, multiplier); None where undefined."""
+    cells = m.summary["lm"] if split == "val" else m.summary["lm_train"]
+    return {(e["series"], e["mode"], e["multiplier"]): e if e["defined"] else None for e in cells}
 
 
 def _passkey(m: Measurements) -> dict[tuple, dict | None]:
     return {
-        (e["encoding"], e["multiplier"]): e if e.get("defined", True) else None
-        for e in m.summary["passkey"]
+        (e["series"], e["multiplier"]): e if e["defined"] else None for e in m.summary["passkey"]
     }
 
 
-def _mean_and_spread(
+def _estimate_and_interval(
     ax, points, color, label, marker, linestyle, size, hollow=True, lw=1.5
 ) -> None:
-    """One series over seeds: the mean as a line, the min-max spread as a band.
-    ``points`` are (x, {"mean", "min", "max"}) pairs."""
+    """One series: the estimate (mean over seeds) as a line, its confidence interval as a
+    band. ``points`` are (x, {"estimate", "low", "high"}) pairs."""
     xs = [x for x, _ in points]
     ax.plot(
         xs,
-        [p["mean"] for _, p in points],
+        [p["estimate"] for _, p in points],
         linestyle,
         marker=marker,
         ms=size,
@@ -69,8 +69,8 @@ def _mean_and_spread(
     )
     ax.fill_between(
         xs,
-        [p["min"] for _, p in points],
-        [p["max"] for _, p in points],
+        [p["low"] for _, p in points],
+        [p["high"] for _, p in points],
         color=color,
         alpha=0.15,
         lw=0,
@@ -121,7 +121,7 @@ def _length_axis(ax, lengths: list[int]) -> None:
 
 
 def figure_bits_vs_length(m: Measurements, ctx: Context):
-    """Bits/char versus evaluation length (log x), both scoring modes, mean and seed range."""
+    """Bits/char versus evaluation length (log x), both scoring modes, estimate and interval."""
     import matplotlib.pyplot as plt
 
     lm, s = _lm(m), m.summary
@@ -138,8 +138,9 @@ def figure_bits_vs_length(m: Measurements, ctx: Context):
             if not points:
                 continue
             label = name + (" (undefined > L_max)" if series["undefined_beyond_train"] else "")
+            label += " (no fine-tuning)" if series["variant"] else ""
             look = _series_look(series)
-            _mean_and_spread(
+            _estimate_and_interval(
                 ax,
                 points,
                 look["color"],
@@ -181,8 +182,9 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
         if not points:
             continue
         look = style(enc)
-        _mean_and_spread(ax, points, look["color"], enc, look["marker"], "-", 6, lw=1.0)
-    ax.axhline(m.evidence["passkey_chance"], color="0.5", lw=0.8, ls=":", label="chance")
+        _estimate_and_interval(ax, points, look["color"], enc, look["marker"], "-", 6, lw=1.0)
+    chance = m.evidence["passkey_chance"]
+    ax.axhline(chance, color="0.5", lw=0.8, ls=":", label=f"chance ({chance:.2g})")
     ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
     _length_axis(ax, [k * n_train for k in s["passkey_multipliers"]])
     ax.set_ylim(0, 1.02)
@@ -228,9 +230,23 @@ def _bits_table(m: Measurements, mode: str):
     lm, s, train_len = _lm(m), m.summary, m.evidence["train_len"]
     columns = ["series", *[f"{k}x ({k * train_len})" for k in s["multipliers"]]]
     rows = [
-        [series["name"], *[cell(lm.get((series["name"], mode, k))) for k in s["multipliers"]]]
+        [
+            series["name"] + (" (no fine-tuning)" if series["variant"] else ""),
+            *[cell(lm.get((series["name"], mode, k))) for k in s["multipliers"]],
+        ]
         for series in s["series"]
     ]
+
+    # How many tokens each number rests on: per model, then times the seeds.
+    def tokens_per_window(k):
+        return s["segment"] if mode == "segment" else k * train_len
+
+    scored = {
+        e["multiplier"]: e["units_per_model"] * tokens_per_window(e["multiplier"])
+        for e in s["lm"]
+        if e["mode"] == mode and e["defined"]
+    }
+    rows.append(["tokens scored per model", *[scored.get(k, "—") for k in s["multipliers"]]])
     # The corpus reference points: one number per row, the same at every length.
     baselines = s.get("baselines", {})
     rows += [
@@ -262,17 +278,37 @@ def table_passkey(m: Measurements, ctx: Context):
     return columns, rows
 
 
-def table_gap(m: Measurements, ctx: Context):
-    columns = ["encoding", "seed", "train bits/char", "validation bits/char", "gap"]
+def table_extensions(m: Measurements, ctx: Context):
+    """Each context extension's gain over the plain model at every length past L_train."""
+    s = m.summary
+    lengths = [k for k in s["multipliers"] if k > 1]
+    columns = ["extension", *[f"{k}x" for k in lengths]]
     rows = [
         [
-            g["encoding"],
-            g["seed"],
-            round(g["train_bits"], 4),
-            round(g["val_bits"], 4),
-            round(g["gap_bits"], 4),
+            f"{enc} + {method.upper()} (no fine-tuning)",
+            *[cell(gains.get(f"{k}x")) for k in lengths],
         ]
-        for g in m.summary["gaps"]
+        for enc, methods in m.evidence["extension_gain"].items()
+        for method, gains in methods.items()
+    ]
+    return columns, rows
+
+
+def table_gap(m: Measurements, ctx: Context):
+    val, train = _lm(m), _lm(m, "train")
+    columns = ["encoding", "train bits/char", "validation bits/char", "gap", "gap per seed"]
+    per_seed: dict[str, list[str]] = {}
+    for g in m.summary["gaps"]:
+        per_seed.setdefault(g["encoding"], []).append(f"{g['gap_bits']:.3f}")
+    rows = [
+        [
+            enc,
+            cell(train.get((enc, "all", 1))),
+            cell(val.get((enc, "all", 1))),
+            cell(gap),
+            ", ".join(per_seed.get(enc, [])),
+        ]
+        for enc, gap in m.evidence["memorisation_gap"].items()
     ]
     return columns, rows
 

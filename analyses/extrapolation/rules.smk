@@ -13,6 +13,7 @@ XP_DATA = {
     "lm": {
         "corpus": XP["corpus"],
         "val_fraction": XP["val_fraction"],
+        "split_block": XP["split_block"],
         "seq_len": XP["lm"]["seq_len"],
     },
     "passkey": XP["passkey"]["task"],

@@ -30,7 +30,7 @@ def compute(
     record["settings"] = dict(settings)
     if meta["task"] == "lm":
         data = meta["data"]
-        corpus = load_corpus(data["corpus"], data["val_fraction"])
+        corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
         if corpus.sha256 != data["sha256"]:
             raise ValueError(
                 f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the model "
@@ -42,7 +42,7 @@ def compute(
             corpus.train,
             train_len=meta["train_len"],
             multipliers=settings["multipliers"],
-            max_windows=settings["max_windows"],
+            tokens=settings["tokens"],
             segment=settings["segment"],
             segment_windows=settings["segment_windows"],
             batch_tokens=settings["batch_tokens"],
@@ -52,8 +52,8 @@ def compute(
         )
     elif meta["task"] == "passkey":
         data = meta["data"]
-        task = PasskeyTask(data["num_filler"], data["num_keys"])
-        record["chance"] = 1.0 / data["num_keys"]
+        task = PasskeyTask(data["num_symbols"], data["key_len"])
+        record["chance"] = task.chance  # exact match of a uniform guess: V^-key_len
         record["rows"] = evaluate_passkey(
             model,
             task,

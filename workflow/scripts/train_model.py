@@ -43,10 +43,12 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
     """(batch function, vocabulary size, training length L_train, data description)."""
     data = settings["data"]
     if task == "lm":
-        corpus = load_corpus(data["corpus"], data["val_fraction"])
+        corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
         description = {
             "corpus": data["corpus"],
             "val_fraction": data["val_fraction"],
+            "split_block": data["split_block"],
+            "val_blocks": corpus.val_blocks,
             "sha256": corpus.sha256,
             "characters": len(corpus.train) + len(corpus.val),
             "train_characters": len(corpus.train),
@@ -55,7 +57,7 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
         seq_len = data["seq_len"]
         return lm_batches(corpus.train, seq_len), corpus.vocab_size, seq_len, description
     if task == "passkey":
-        passkey = PasskeyTask(data["num_filler"], data["num_keys"])
+        passkey = PasskeyTask(data["num_symbols"], data["key_len"])
         batches = passkey.batches(data["min_len"], data["max_len"])
         return batches, passkey.vocab_size, data["max_len"], dict(data)
     raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
