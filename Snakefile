@@ -18,7 +18,9 @@ SPECS = analysis.discover(ROOT)
 # Plugins register encodings before validation, so the schema accepts their names; the
 # registry's metadata is cached by digest (posenc.registry): a no-op run imports no torch.
 ENCODING_META = registry.metadata(config.get("plugins", []), ROOT)
-# A wrong key or value stops here, before any job, with one line per problem naming the key.
+# A wrong key or value stops here, before any job, with one line per problem naming the key:
+# the schema, each analysis' checks, then each configured encoding's own checks at every width
+# the analyses build it at (run by the registry, so only an encoding with checks costs torch).
 posenc_config.validate_config(
     config,
     posenc_config.workflow_schema(
@@ -26,7 +28,10 @@ posenc_config.validate_config(
         sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml")),
         list(ENCODING_META),
     ),
-    [check for spec in SPECS.values() for check in spec.checks],
+    [
+        *(check for spec in SPECS.values() for check in spec.checks),
+        registry.encoding_check(SPECS, ROOT),
+    ],
 )
 # The analyses this config runs, in its order: the report's sections follow it.
 ANALYSES = {name: SPECS[name] for name in config if name in SPECS}

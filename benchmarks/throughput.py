@@ -38,6 +38,8 @@ TARGETS = {
     "alibi": 0.85,
     "t5_bias": 0.85,
 }
+# Every other encoding, the registry's newer ones and plugins alike (issue 13: >= 0.85).
+DEFAULT_TARGET = 0.85
 
 
 class ReferenceLM(nn.Module):
@@ -119,8 +121,8 @@ def measure(args) -> dict:
                 "tokens_per_s": tps,
                 "reference_tokens_per_s": ref,
                 "ratio": tps / ref,
-                "target": TARGETS.get(enc),
-                "meets_target": tps / ref >= TARGETS.get(enc, 0.0),
+                "target": TARGETS.get(enc, DEFAULT_TARGET),
+                "meets_target": tps / ref >= TARGETS.get(enc, DEFAULT_TARGET),
                 "params": sum(p.numel() for p in ours[enc].parameters()),
             }
         )

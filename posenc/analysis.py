@@ -77,6 +77,10 @@ class AnalysisSpec:
     uses: tuple[str, ...] = ("seed", "device", "encodings", "encoding")
     # What a schema cannot say, each a function of the whole config -> problems naming keys.
     checks: tuple[Callable[[dict], list[str]], ...] = ()
+    # The widths its jobs build encodings at, from the whole config: {where: (d_model,
+    # n_heads)}, ``where`` naming the config keys that set it ("complexity.head_dim = 16"). The
+    # encodings' own checks (``EncodingSpec.checks``) run at each before any job.
+    encoding_shapes: Callable[[dict], dict[str, tuple[int, int]]] | None = None
 
     def __post_init__(self):
         ids = [c.id for c in self.claims]

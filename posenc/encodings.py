@@ -43,8 +43,12 @@ class EncodingParams:
     base: float = 10000.0  # sinusoidal base
     rope_base: float = 10000.0
     rope_interleaved: bool = True  # Su et al.: pairs (2i, 2i+1); False: GPT-NeoX half split
+    xpos_scale_base: float = 512.0  # xPos's gamma: scores scale by zeta_i^((n - m) / gamma)
+    rope_partial_fraction: float = 0.25  # share of each head partial RoPE rotates (rotary_pct)
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
+    fire_threshold: float = 512.0  # FIRE's L at initialisation (Li et al.'s code: 512)
+    fire_mlp_width: int = 32  # FIRE's hidden width (Li et al.: 32)
     angle_dtype: torch.dtype = torch.float32
 
     @property
@@ -422,6 +426,232 @@ def rope_reference(
     return turn(q, q_pos), turn(k, k_pos)
 
 
+# xPos (Sun et al. 2022): gamma' of zeta_i = (2i/d + gamma') / (1 + gamma'), the authors' 0.4;
+# zeta runs from 0.4/1.4 ~ 0.29 on the fastest pair (whose waves decay fastest) towards 1.
+XPOS_GAMMA_PRIME = 0.4
+
+
+def xpos_zeta(head_dim: int) -> Tensor:
+    """Sun et al. 2022: zeta_i = (2i/d + gamma') / (1 + gamma'), i = 0 .. d/2-1, gamma' = 0.4.
+    Shape (d/2,), float64."""
+    _check_even(head_dim, "xpos head dimension")
+    i = torch.arange(0, head_dim, 2, dtype=torch.float64)
+    return (i / head_dim + XPOS_GAMMA_PRIME) / (1 + XPOS_GAMMA_PRIME)
+
+
+def xpos_max_span(head_dim: int, scale_base: float, dtype: torch.dtype) -> float:
+    """The widest span of positions, hi - lo, whose xPos scales ``dtype`` holds.
+
+    Centred on the midpoint c of the span, the scales zeta_i^(±(p - c)/gamma) reach
+    zeta_0^(∓span/2gamma) on the fastest pair. Keeping each within [max^-1/2, max^1/2] of
+    ``dtype`` keeps every product of a query scale and a key scale, the factor
+    zeta_i^((n - m)/gamma) a score gets, finite too: span <= gamma log(max) / -log(zeta_0).
+    About 36 000 positions in float32 and bfloat16, 4 500 in float16, 290 000 in float64
+    (gamma = 512); no float holds all of zeta_0^(±2^19/512) = e^(±1283).
+    """
+    zeta_0 = xpos_zeta(head_dim)[0].item()
+    return scale_base * math.log(torch.finfo(dtype).max) / -math.log(zeta_0)
+
+
+def xpos_scales(
+    q_pos: Tensor,
+    k_pos: Tensor,
+    head_dim: int,
+    scale_base: float,
+    dtype: torch.dtype = torch.float32,
+    storage: torch.dtype | None = None,
+) -> tuple[Tensor, Tensor]:
+    """xPos's scales: zeta_i^((n - c)/gamma) for query position n and zeta_i^(-(m - c)/gamma)
+    for key position m, with c = (lo + hi)/2 the midpoint of every query and key position.
+    Shapes (Lq, d/2) and (Lk, d/2), computed in ``dtype`` (float32 or wider in models).
+
+    Why centred: only n - m reaches a score (zeta^((n-c)/gamma) zeta^(-(m-c)/gamma) =
+    zeta^((n-m)/gamma)), so any common c gives the same scores, and the midpoint keeps the
+    exponents smallest. From position 0 (the paper's formula as written) zeta_0^(n/gamma) is
+    below float32's smallest normal from n = 36 000 on; the authors' code centres likewise, on
+    the sequence. c moves with a shift of every position, so p - c, and with it the scales,
+    is unchanged by one (exactly, while the positions are integers ``dtype`` holds exactly).
+
+    A span wider than :func:`xpos_max_span` in ``dtype`` or ``storage`` (the dtype the scaled
+    queries and keys are stored in), whichever holds less, raises PositionOutOfRange: its
+    scales, or the vectors they multiply, would overflow to inf or flush to 0.
+    """
+    q = q_pos.to(dtype)
+    k = q if k_pos is q_pos else k_pos.to(dtype)
+    lo, hi = torch.minimum(q.min(), k.min()), torch.maximum(q.max(), k.max())
+    narrow = min((dtype, storage or dtype), key=lambda t: torch.finfo(t).max)
+    limit = xpos_max_span(head_dim, scale_base, narrow)
+    span = (hi - lo).item()
+    if span > limit:
+        raise PositionOutOfRange(
+            f"xPos cannot scale positions {lo.item():g} .. {hi.item():g} in {narrow}: their "
+            f"span {span:g} is past {limit:.0f} (encoding.xpos_scale_base = {scale_base:g}), "
+            "where zeta^(±span/2gamma) leaves its range"
+        )
+    centre = (lo + hi) / 2
+    rate = (xpos_zeta(head_dim).log() / scale_base).to(device=q.device, dtype=dtype)  # (d/2,)
+    exponent_q = (q - centre)[:, None] * rate[None, :]  # (Lq, d/2)
+    exponent_k = exponent_q if k is q else (k - centre)[:, None] * rate[None, :]
+    return exponent_q.exp(), (-exponent_k).exp()
+
+
+class XPos(Rotary):
+    """Sun et al. 2022 (xPos): RoPE's rotation R(p) with an exponential scale per frequency,
+
+        q_n -> zeta_i^(n/gamma) R(n) q_n,    k_m -> zeta_i^(-m/gamma) R(m) k_m,
+
+    pair by pair, zeta_i = (2i/d + 0.4) / 1.4 and scale base gamma (``xpos_scale_base``, 512
+    in the paper). A score then carries zeta_i^((n - m)/gamma) on pair i: it depends on n - m
+    only, and on a causal query (n >= m) decays with distance, fastest on the fastest waves.
+    The scales are computed from positions centred on their midpoint (:func:`xpos_scales`),
+    which leaves every score as it is and keeps them finite over spans up to
+    :func:`xpos_max_span`; a wider span raises PositionOutOfRange (xPos is bounded there: no
+    float holds its scales). Keys after the query (bidirectional attention) get a factor that
+    grows with distance instead, as the formula says; the paper's models are causal.
+
+    Rotation angles, frequencies and the cos/sin table are RoPE's (inherited): the aliasing
+    analysis reads the waves, which xPos leaves as RoPE has them. Each scale multiplies the
+    cos and sin it goes with before the rotation, so a scaled pair is rounded as RoPE's is.
+    """
+
+    def rotate(self, q, k, q_pos, k_pos):
+        p = self.params
+        cos_q, sin_q = rope_cos_sin(q_pos, p.head_dim, self.base, p.angle_dtype)
+        if k_pos is q_pos:  # self-attention: the same angles, computed once
+            cos_k, sin_k = cos_q, sin_q
+        else:
+            cos_k, sin_k = rope_cos_sin(k_pos, p.head_dim, self.base, p.angle_dtype)
+        up, down = xpos_scales(
+            q_pos, k_pos, p.head_dim, p.xpos_scale_base, p.angle_dtype, storage=q.dtype
+        )  # (Lq, Dh/2), (Lk, Dh/2)
+        return (
+            apply_rope(q, cos_q * up, sin_q * up, p.rope_interleaved),
+            apply_rope(k, cos_k * down, sin_k * down, p.rope_interleaved),
+        )
+
+
+def xpos_reference(
+    module: PositionalEncoding, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Sun et al. 2022, pair by pair: pair i of a vector at position p turns by
+    t = p * base^(-2i/Dh) as in RoPE, then is multiplied by zeta_i^(s (p - c)/gamma), s = +1
+    for a query and -1 for a key, zeta_i = (2i/Dh + 0.4)/1.4, c = (lowest + highest position
+    of queries and keys)/2. Pairs, base and gamma from the module. q (..., Lq, Dh), k (..., Lk,
+    Dh)."""
+    interleaved, base = module.params.rope_interleaved, module.base
+    gamma = module.params.xpos_scale_base
+    every = q_pos.tolist() + k_pos.tolist()
+    centre = (min(every) + max(every)) / 2
+
+    def turn(x: Tensor, positions: Tensor, sign: int) -> Tensor:
+        d = x.shape[-1]
+        pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + d // 2) for i in range(d // 2)]
+        rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
+        for matrix in rows:
+            for vector, p in zip(matrix, positions.tolist(), strict=True):
+                for i, (ia, ib) in enumerate(pairs):
+                    t = p * base ** (-2 * i / d)
+                    scale = ((2 * i / d + 0.4) / 1.4) ** (sign * (p - centre) / gamma)
+                    a, b = vector[ia], vector[ib]
+                    vector[ia] = scale * (a * math.cos(t) - b * math.sin(t))
+                    vector[ib] = scale * (a * math.sin(t) + b * math.cos(t))
+        return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
+
+    return turn(q, q_pos, 1), turn(k, k_pos, -1)
+
+
+def rope_partial_width(head_dim: int, fraction: float) -> int:
+    """GPT-NeoX's rotary_ndims = int(head_dim * rotary_pct): how many leading dimensions of a
+    head partial RoPE rotates. A width that is odd or zero (no whole pair to turn) is a
+    ValueError naming the config key."""
+    width = int(head_dim * fraction)
+    if width <= 0 or width % 2 or width > head_dim:
+        raise ValueError(
+            f"encoding.rope_partial_fraction = {fraction:g}: rotates int({fraction:g} x "
+            f"{head_dim}) = {width} of a head's {head_dim} dimensions, which must be a "
+            "positive even number (RoPE turns pairs)"
+        )
+    return width
+
+
+def rope_partial_check(params: EncodingParams) -> list[str]:
+    """The config check of :class:`PartialRotary` (``EncodingSpec.checks``): its rotated width
+    at ``params``' head width."""
+    try:
+        rope_partial_width(params.head_dim, params.rope_partial_fraction)
+    except ValueError as error:
+        return [f"config key {error}"]
+    return []
+
+
+class PartialRotary(Rotary):
+    """Partial RoPE (GPT-NeoX, Black et al. 2022: ``rotary_pct``): RoPE on the first
+    r = int(f * Dh) dimensions of every head, f = ``rope_partial_fraction`` (0.25 in GPT-NeoX),
+    with the frequencies of an r-wide head, omega_i = base^(-2i/r), i < r/2; the other Dh - r
+    dimensions pass unchanged, without position. Scores are RoPE's on the rotated part plus a
+    position-free dot product on the rest: relative. r must be even and positive
+    (:func:`rope_partial_width`).
+
+    Barbero et al. 2024 find that trained RoPE models use the fastest frequencies for
+    positional heads and the slowest as semantic channels that rotation makes unreliable over
+    long distances, and that rotating only part of each head helps; their p-RoPE keeps the
+    fastest share of the full head's frequencies, whereas GPT-NeoX's rotary_pct (this one)
+    spreads base^(-2i/r) over the rotated width. Pairs within the rotated part follow
+    ``rope_interleaved`` as RoPE's do (GPT-NeoX: half split).
+    """
+
+    def __init__(self, params: EncodingParams):
+        super().__init__(params)
+        self.width = rope_partial_width(params.head_dim, params.rope_partial_fraction)
+
+    def frequencies(self) -> Tensor:
+        return inverse_frequencies(self.width, self.base)
+
+    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+        """The rotated part's cos/sin table, (cos p*omega_0, ..., sin p*omega_0, ...)."""
+        return torch.cat(rope_cos_sin(positions, self.width, self.base, dtype), -1)
+
+    def rotate(self, q, k, q_pos, k_pos):
+        p, r = self.params, self.width
+        cos_q, sin_q = rope_cos_sin(q_pos, r, self.base, p.angle_dtype)
+        if k_pos is q_pos:  # self-attention: the same angles, computed once
+            cos_k, sin_k = cos_q, sin_q
+        else:
+            cos_k, sin_k = rope_cos_sin(k_pos, r, self.base, p.angle_dtype)
+
+        def turn(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:  # (..., L, Dh)
+            rotated = apply_rope(x[..., :r], cos, sin, p.rope_interleaved)
+            return torch.cat((rotated, x[..., r:]), dim=-1)
+
+        return turn(q, cos_q, sin_q), turn(k, cos_k, sin_k)
+
+
+def rope_partial_reference(
+    module: PositionalEncoding, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor
+) -> tuple[Tensor, Tensor]:
+    """GPT-NeoX's partial rotary, pair by pair: with r = int(f * Dh) (f from the module's
+    params), pair i < r/2 of the first r dimensions, (x[2i], x[2i+1]) interleaved or
+    (x[i], x[i + r/2]) half split, turns by t = p * base^(-2i/r); dimensions r .. Dh-1 stay as
+    they are. q (..., Lq, Dh), k (..., Lk, Dh)."""
+    interleaved, base = module.params.rope_interleaved, module.base
+
+    def turn(x: Tensor, positions: Tensor) -> Tensor:
+        d = x.shape[-1]
+        r = int(d * module.params.rope_partial_fraction)
+        pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + r // 2) for i in range(r // 2)]
+        rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
+        for matrix in rows:
+            for vector, p in zip(matrix, positions.tolist(), strict=True):
+                for i, (ia, ib) in enumerate(pairs):
+                    t = p * base ** (-2 * i / r)
+                    a, b = vector[ia], vector[ib]
+                    vector[ia] = a * math.cos(t) - b * math.sin(t)
+                    vector[ib] = a * math.sin(t) + b * math.cos(t)
+        return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
+
+    return turn(q, q_pos), turn(k, k_pos)
+
+
 class ALiBi(BiasEncoding):
     def score_bias(self, q_pos, k_pos, causal):
         return alibi_bias(q_pos, k_pos, self.params.n_heads, causal)
@@ -535,6 +765,161 @@ def t5_reference(module: PositionalEncoding, q_pos: Tensor, k_pos: Tensor, causa
     return torch.tensor(bias, dtype=torch.float64).reshape(n_heads, len(q_pos), len(k_pos))
 
 
+def kerple_log_bias(q_pos: Tensor, k_pos: Tensor, r1: Tensor, r2: Tensor) -> Tensor:
+    """Chi et al. 2022 (KERPLE), the logarithmic kernel: bias(h, i, j) = -r1_h log(1 + r2_h
+    |i - j|) for query i, key j, with r1, r2 > 0 of shape (H,). Shape (H, Lq, Lk), in r1's
+    dtype.
+
+    The paper is causal (i >= j); its kernel is a function of |i - j|, so bidirectional
+    attention takes the same formula, symmetric like ALiBi's encoder variant."""
+    dist = (q_pos.to(r1.dtype)[:, None] - k_pos.to(r1.dtype)[None, :]).abs()  # (Lq, Lk)
+    return -r1[:, None, None] * torch.log1p(r2[:, None, None] * dist)
+
+
+# Chi et al.'s code clamps r1 and r2 at 1e-2 and draws them per head as r1 ~ U(0, 2),
+# r2 ~ U(0, 1).
+KERPLE_MIN = 1e-2
+
+
+def _softplus_inverse(y: Tensor) -> Tensor:
+    """x with log(1 + e^x) = y > 0."""
+    return y + torch.log(-torch.expm1(-y))
+
+
+class KerpleLog(BiasEncoding):
+    """r1 and r2 are stored through a softplus, r = log(1 + e^raw), so they stay positive
+    under any optimiser step or redraw; Chi et al.'s code keeps them positive by clamping the
+    parameters in place at every forward instead. Initialised as that code: r1 ~ U(0, 2) and
+    r2 ~ U(0, 1) per head, at least 1e-2."""
+
+    def __init__(self, params: EncodingParams):
+        super().__init__(params)
+        r1 = (2 * torch.rand(params.n_heads)).clamp(min=KERPLE_MIN)
+        r2 = torch.rand(params.n_heads).clamp(min=KERPLE_MIN)
+        self.r1_raw = nn.Parameter(_softplus_inverse(r1))  # (H,)
+        self.r2_raw = nn.Parameter(_softplus_inverse(r2))  # (H,)
+
+    def score_bias(self, q_pos, k_pos, causal):
+        # float32 or wider: distances are exact integers there up to 2^24, not in bfloat16.
+        dtype = torch.promote_types(self.r1_raw.dtype, torch.float32)
+        softplus = nn.functional.softplus
+        r1, r2 = softplus(self.r1_raw.to(dtype)), softplus(self.r2_raw.to(dtype))
+        return kerple_log_bias(q_pos, k_pos, r1, r2)
+
+
+def kerple_reference(
+    module: PositionalEncoding, q_pos: Tensor, k_pos: Tensor, causal: bool
+) -> Tensor:
+    """Chi et al. 2022, the logarithmic kernel pair by pair: bias(h, i, j) =
+    -r1_h log(1 + r2_h |i - j|), with r = log(1 + e^raw) from the module's raw parameters,
+    causal or not. (H, Lq, Lk)."""
+    r1 = [math.log(1 + math.exp(raw)) for raw in module.r1_raw.tolist()]
+    r2 = [math.log(1 + math.exp(raw)) for raw in module.r2_raw.tolist()]
+    bias = [
+        [[-a * math.log(1 + b * abs(i - j)) for j in k_pos.tolist()] for i in q_pos.tolist()]
+        for a, b in zip(r1, r2, strict=True)
+    ]
+    return torch.tensor(bias, dtype=torch.float64).reshape(len(r1), len(q_pos), len(k_pos))
+
+
+# Li et al.'s code: c starts at 0.1; L is a learned multiplier (starting at 1) of a fixed
+# initial threshold; eps keeps the normaliser away from 0.
+FIRE_INIT_C = 0.1
+FIRE_EPS = 1e-6
+
+
+def fire_bias(
+    q_pos: Tensor,
+    k_pos: Tensor,
+    c: Tensor,
+    threshold: Tensor,
+    w1: Tensor,
+    b1: Tensor,
+    w2: Tensor,
+    b2: Tensor,
+    eps: float = FIRE_EPS,
+) -> Tensor:
+    """Li et al. 2024 (FIRE): bias(h, i, j) = f_θ(ψ(i - j) / ψ(max(L, i)))_h for query i, key j,
+    with ψ(x) = log(c x + 1) and f_θ(x) = w2 relu(w1 x + b1) + b2 an MLP from one input to H
+    outputs (w1 (W, 1), b1 (W,), w2 (H, W), b2 (H,)); c and L (0-d) are learned. As in the
+    authors' code, ψ takes |c x| (so any learned c is valid) and the normaliser gets + eps.
+
+    Dividing by ψ of the query's position maps every distance into [0, 1] however long the
+    sequence (progressive interpolation); L floors the normaliser for short sequences. So the
+    bias depends on i beyond i - j once i > L: FIRE is not shift invariant there. The paper is
+    causal (i >= j); |c (i - j)| makes a key after the query at the same distance get the same
+    bias, the bidirectional variant used here. Shape (H, Lq, Lk), in w1's dtype."""
+    q, k = q_pos.to(w1.dtype), k_pos.to(w1.dtype)
+    dist = (q[:, None] - k[None, :]).abs()  # (Lq, Lk)
+    normaliser = torch.log1p((c * torch.maximum(q, threshold)).abs())  # (Lq,)
+    x = torch.log1p((c * dist).abs()) / (normaliser[:, None] + eps)  # (Lq, Lk)
+    # Both layers as one matmul each over the Lq·Lk pairs, straight into (H, Lq·Lk).
+    # In place: addmm's backward does not need its output, and (W, Lq·Lk) is the largest tensor.
+    hidden = torch.addmm(b1[:, None], w1, x.reshape(1, -1)).relu_()  # (W, Lq·Lk)
+    return torch.addmm(b2[:, None], w2, hidden).view(-1, *x.shape)  # (H, Lq, Lk)
+
+
+class FIRE(BiasEncoding):
+    """Li et al.'s 2-layer MLP of width ``fire_mlp_width`` (32 in the paper), shared by the
+    heads with one output each; c = 0.1 and L = ``fire_threshold`` at initialisation, L as
+    |s| times that value with s learned (1 at first), as in the authors' code.
+
+    Its MLP runs over every (query, key) pair, but once per forward: the stack computes a score
+    bias once for all of its layers (:class:`posenc.model.TransformerStack`)."""
+
+    def __init__(self, params: EncodingParams):
+        super().__init__(params)
+        if params.fire_mlp_width <= 0 or params.fire_threshold <= 0:
+            raise ValueError(
+                f"FIRE needs a positive MLP width and threshold, got {params.fire_mlp_width} "
+                f"and {params.fire_threshold}"
+            )
+        self.hidden = nn.Linear(1, params.fire_mlp_width)
+        self.out = nn.Linear(params.fire_mlp_width, params.n_heads)
+        self.c = nn.Parameter(torch.tensor(FIRE_INIT_C))
+        self.threshold_scale = nn.Parameter(torch.tensor(1.0))
+
+    def threshold(self) -> Tensor:
+        """L = |s| · fire_threshold (0-d)."""
+        return (self.threshold_scale * self.params.fire_threshold).abs()
+
+    def score_bias(self, q_pos, k_pos, causal):
+        # float32 or wider, autocast or not: the MLP's input tells distances near 1 apart by
+        # about 1/L, finer than bfloat16's 2^-8 at lengths we evaluate.
+        dtype = torch.promote_types(self.hidden.weight.dtype, torch.float32)
+        weights = (self.hidden.weight, self.hidden.bias, self.out.weight, self.out.bias)
+        with torch.autocast(q_pos.device.type, enabled=False):
+            return fire_bias(
+                q_pos,
+                k_pos,
+                self.c.to(dtype),
+                self.threshold().to(dtype),
+                *(w.to(dtype) for w in weights),
+            )
+
+
+def fire_reference(
+    module: PositionalEncoding, q_pos: Tensor, k_pos: Tensor, causal: bool
+) -> Tensor:
+    """Li et al. 2024, pair by pair: x = log(|c (i - j)| + 1) / (log(|c max(L, i)| + 1) + eps)
+    with L = |s| fire_threshold, then head h's output of the MLP, sum_w w2[h, w] max(0,
+    w1[w] x + b1[w]) + b2[h], causal or not. (H, Lq, Lk)."""
+    c, s = module.c.item(), module.threshold_scale.item()
+    threshold = abs(s * module.params.fire_threshold)
+    w1 = module.hidden.weight.detach()[:, 0].tolist()
+    b1 = module.hidden.bias.tolist()
+    w2, b2 = module.out.weight.tolist(), module.out.bias.tolist()
+    bias = [[[0.0] * len(k_pos) for _ in q_pos.tolist()] for _ in b2]
+    for a, i in enumerate(q_pos.tolist()):
+        normaliser = math.log(abs(c * max(threshold, i)) + 1) + FIRE_EPS
+        for b, j in enumerate(k_pos.tolist()):
+            x = math.log(abs(c * (i - j)) + 1) / normaliser
+            hidden = [max(0.0, w * x + v) for w, v in zip(w1, b1, strict=True)]
+            for h, (row, bh) in enumerate(zip(w2, b2, strict=True)):
+                bias[h][a][b] = sum(w * z for w, z in zip(row, hidden, strict=True)) + bh
+    return torch.tensor(bias, dtype=torch.float64).reshape(len(b2), len(q_pos), len(k_pos))
+
+
 # ----------------------------------------------------------------------------- the registry
 
 
@@ -560,6 +945,12 @@ class EncodingSpec:
       shape (..., Lq, Dh) and k of shape (..., Lk, Dh);
     * ``bias``:  ``reference(module, q_pos, k_pos, causal) -> (H, Lq, Lk)``, as ``score_bias``;
     * ``none``:  None; the tests check that every hook is then neutral.
+
+    ``checks`` are what the module cannot be built with, said before any job: each takes the
+    :class:`EncodingParams` of one model an analysis builds (the config's ``encoding:`` block
+    at one width, ``AnalysisSpec.encoding_shapes``) and returns problems naming the config
+    key, as ``AnalysisSpec.checks`` do. The workflow runs them at parse time for every
+    configured encoding (:func:`posenc.registry.encoding_problems`).
     """
 
     name: str
@@ -574,6 +965,7 @@ class EncodingSpec:
     marker: str | None = None
     extensions: tuple[str, ...] = ()
     reference: Callable | None = None  # the naive loop the tests compare the hook with
+    checks: tuple[Callable[[EncodingParams], list[str]], ...] = ()
 
     @property
     def positional(self) -> bool:
@@ -593,6 +985,7 @@ class EncodingSpec:
             "color": self.color,
             "marker": self.marker,
             "extensions": list(self.extensions),
+            "checks": len(self.checks),  # the workflow asks the registry only if there are any
         }
 
 
@@ -668,6 +1061,32 @@ for _spec in (
         reference=rope_reference,
     ),
     EncodingSpec(
+        "xpos",
+        "qk",
+        XPos,
+        relative=True,
+        learned=False,
+        citation="sun2022",
+        summary="RoPE with a per-frequency exponential scale: scores decay with distance.",
+        color="darkgreen",
+        marker="<",
+        # No extensions: Sun et al. extrapolate xPos as it is (PI and NTK are RoPE's remedies).
+        reference=xpos_reference,
+    ),
+    EncodingSpec(
+        "rope_partial",
+        "qk",
+        PartialRotary,
+        relative=True,
+        learned=False,
+        citation="black2022; barbero2024",
+        summary="RoPE on a fraction of each head (GPT-NeoX's rotary_pct), the rest position-free.",
+        color="navy",
+        marker=">",
+        reference=rope_partial_reference,
+        checks=(rope_partial_check,),
+    ),
+    EncodingSpec(
         "alibi",
         "bias",
         ALiBi,
@@ -690,6 +1109,30 @@ for _spec in (
         color="tab:purple",
         marker="P",
         reference=t5_reference,
+    ),
+    EncodingSpec(
+        "kerple",
+        "bias",
+        KerpleLog,
+        relative=True,
+        learned=True,
+        citation="chi2022",
+        summary="A learned per-head logarithmic distance penalty, -r1 log(1 + r2 |i - j|).",
+        color="tab:brown",
+        marker="X",
+        reference=kerple_reference,
+    ),
+    EncodingSpec(
+        "fire",
+        "bias",
+        FIRE,
+        relative=False,  # past the threshold L the bias depends on the query's position too
+        learned=True,
+        citation="li2024",
+        summary="A learned MLP bias of the log distance over the log query position (FIRE).",
+        color="tab:pink",
+        marker="*",
+        reference=fire_reference,
     ),
 ):
     register(_spec)

@@ -6,7 +6,14 @@ time. So the metadata is read once by a subprocess that imports the registry (an
 config's plugins), and kept in a file keyed by a digest of the registry's source, the plugins'
 sources and the Python running it. A change to any of them reads it afresh.
 
-``python -m posenc.registry [PLUGIN ...]`` prints the metadata as JSON.
+The encodings' own config checks (``EncodingSpec.checks``: a setting its module cannot be built
+with, at a width an analysis builds it at) run the same way, before any job, and only when a
+configured encoding has one: :func:`encoding_problems`, cached by the same digest and by what
+it checks.
+
+``python -m posenc.registry [PLUGIN ...]`` prints the metadata as JSON;
+``python -m posenc.registry --check [PLUGIN ...]`` reads what to check as JSON on stdin and
+prints the problems.
 """
 
 from __future__ import annotations
@@ -39,10 +46,17 @@ def metadata(
     entries = [plugins.resolve(e, root) for e in plugin_entries or []]
     cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
     path = cache_dir / f"registry-{digest(entries, root)}.json"
+    return _cached_run(path, entries, root)
+
+
+def _cached_run(path: Path, args: list[str], root: str | Path, stdin: str | None = None):
+    """The JSON that ``python -m posenc.registry ARGS`` prints, kept at ``path``: read back
+    while ``path`` exists (its name is the key), else computed and written atomically."""
     if path.is_file():
         return json.loads(path.read_text())
     proc = subprocess.run(
-        [sys.executable, "-m", "posenc.registry", *entries],
+        [sys.executable, "-m", "posenc.registry", *args],
+        input=stdin,
         capture_output=True,
         text=True,
         cwd=root,
@@ -51,21 +65,100 @@ def metadata(
         # The subprocess's last line is the plugin's own error, which names it.
         lines = proc.stderr.strip().splitlines() or ["(no message)"]
         raise plugins.PluginError(lines[-1])
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=cache_dir, suffix=".json")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".json")
     with os.fdopen(fd, "w") as f:
         f.write(proc.stdout)
     os.replace(tmp, path)
     return json.loads(proc.stdout)
 
 
-def _main(entries: list[str]) -> None:
+def encoding_problems(
+    config: dict,
+    shapes: dict[str, tuple[int, int]],
+    root: str | Path = ".",
+    cache: str | Path | None = None,
+) -> list[str]:
+    """What the checks of the configured encodings (``EncodingSpec.checks``) find in
+    ``config``'s ``encoding:`` block at each of ``shapes``, ``{where: (d_model, n_heads)}``
+    (``where`` names the config keys that set that width), one line each, naming the keys.
+
+    No subprocess, and so no torch, unless a configured encoding declares a check (the
+    metadata counts them); the answer is cached by the registry's digest and by what it
+    checks, so a rerun of the same config reads it back.
+    """
+    entries = [plugins.resolve(e, root) for e in config.get("plugins", [])]
+    meta = metadata(config.get("plugins", []), root, cache)
+    names = [e for e in config.get("encodings", []) if meta.get(e, {}).get("checks")]
+    if not names or not shapes:
+        return []
+    asked = json.dumps(
+        {
+            "encodings": names,
+            "encoding": config.get("encoding", {}),
+            "shapes": {where: list(shape) for where, shape in shapes.items()},
+        },
+        sort_keys=True,
+    )
+    key = hashlib.sha256(f"{digest(entries, root)} {asked}".encode()).hexdigest()[:16]
+    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    return _cached_run(cache_dir / f"checks-{key}.json", ["--check", *entries], root, asked)
+
+
+def encoding_check(specs: dict, root: str | Path = ".", cache: str | Path | None = None):
+    """:func:`encoding_problems` as one config check (``validate_config``'s ``checks``), at
+    every width the configured analyses build encodings at (``AnalysisSpec.encoding_shapes``
+    of each spec in ``specs`` whose section the config has)."""
+
+    def check(config: dict) -> list[str]:
+        shapes: dict[str, tuple[int, int]] = {}
+        for spec in specs.values():
+            if spec.encoding_shapes is not None and spec.id in config:
+                shapes.update(spec.encoding_shapes(config))
+        return encoding_problems(config, shapes, root, cache)
+
+    return check
+
+
+def run_checks(
+    encodings: list[str], encoding_cfg: dict, shapes: dict[str, tuple[int, int]]
+) -> list[str]:
+    """Every check of each of ``encodings`` on the :class:`~posenc.encodings.EncodingParams`
+    of each shape (``encoding_cfg`` on top of its width and heads), in process: each problem
+    once per encoding, followed by the encoding and the config keys of every width it is
+    found at."""
+    import dataclasses
+
+    from posenc.encodings import REGISTRY, EncodingParams
+
+    fields = {f.name for f in dataclasses.fields(EncodingParams)}
+    shared = {k: v for k, v in encoding_cfg.items() if k in fields}
+    problems: list[str] = []
+    for name in encodings:
+        found: dict[str, list[str]] = {}  # problem -> where
+        for where, (d_model, n_heads) in shapes.items():
+            params = EncodingParams(d_model=d_model, n_heads=n_heads, **shared)
+            for check in REGISTRY[name].checks:
+                for problem in check(params):
+                    found.setdefault(problem, []).append(where)
+        problems += [f"{p} ({name} at {'; '.join(where)})" for p, where in found.items()]
+    return problems
+
+
+def _main(args: list[str]) -> None:
     from posenc.encodings import REGISTRY
 
+    checking = args[:1] == ["--check"]
+    entries = args[1:] if checking else args
     try:
         plugins.load(entries)
     except plugins.PluginError as error:
         sys.exit(f"{error}")
+    if checking:
+        asked = json.loads(sys.stdin.read())
+        shapes = {where: tuple(shape) for where, shape in asked["shapes"].items()}
+        print(json.dumps(run_checks(asked["encodings"], asked["encoding"], shapes), indent=1))
+        return
     print(json.dumps({name: spec.metadata() for name, spec in REGISTRY.items()}, indent=1))
 
 

@@ -70,7 +70,15 @@ thresholds:
   careful_min_decode_accuracy: 1.0
 """
 )
-ENCODING = {"base": 10000, "rope_base": 10000, "t5_num_buckets": 32, "t5_max_distance": 128}
+ENCODING = {
+    "base": 10000,
+    "rope_base": 10000,
+    "t5_num_buckets": 32,
+    "t5_max_distance": 128,
+    # Partial RoPE's rotated part is its table: a quarter of these 16-wide heads is 4 columns,
+    # too few to keep 2^17 positions apart in bfloat16; the shipped configs' heads are wider.
+    "rope_partial_fraction": 0.5,
+}
 CPU = torch.device("cpu")
 BUILT_IN = list(REGISTRY)  # before any test registers its own
 CLAIMS = [c.id for c in SPEC.claims]
@@ -126,7 +134,11 @@ def test_tables_are_the_encodings_with_waves_at_the_section_widths():
     narrow = {**TINY, "rope_head_dim": 8}  # one head narrower than the model
     for table in tables(narrow).values():
         qk = isinstance(table.module, QKEncoding)
-        assert table.width == (narrow["rope_head_dim"] if qk else narrow["d_model"])
+        head = table.module.params.head_dim
+        assert head == (narrow["rope_head_dim"] if qk else narrow["d_model"])
+        # An input table is as wide as the model; a rotation's, as the part of a head it
+        # turns (all of it for RoPE, a share of it for a partial rotation).
+        assert table.width == head if not qk else 0 < table.width <= head
         assert table.module.params.max_len == narrow["learned_max_len"]
 
 
@@ -170,18 +182,22 @@ def test_input_tables_are_what_the_model_adds():
 
 def test_rotation_tables_are_the_angles_queries_and_keys_turn_by():
     """A rotation's cos/sin table reproduces its own rotate(), written out here with
-    apply_rope's pairing from the table's cos and sin halves."""
+    apply_rope's pairing from the table's cos and sin halves, on the part of a head it turns,
+    one position at a time (a transform that also scales, xPos, centres its scales on the
+    positions it is given: one alone is turned and not scaled)."""
     pos = torch.arange(9)
     for table in tables().values():
         module = table.module
         if not isinstance(module, QKEncoding):
             continue
         half = table.width // 2
-        rows = module.angle_table(pos, module.params.angle_dtype)  # (L, Dh)
+        rows = module.angle_table(pos, module.params.angle_dtype)  # (L, width)
         x = torch.randn(1, 1, len(pos), table.width, dtype=torch.float64)
         want = apply_rope(x, rows[:, :half], rows[:, half:], module.params.rope_interleaved)
-        got, _ = module.rotate(x, x, pos, pos)
-        assert torch.allclose(got, want, atol=1e-12)
+        for i in range(len(pos)):
+            one = pos[i : i + 1]
+            got, _ = module.rotate(x[:, :, i : i + 1], x[:, :, i : i + 1], one, one)
+            assert torch.allclose(got, want[:, :, i : i + 1], atol=1e-12), table.encoding
 
 
 def test_naive_variant_rounds_positions_in_its_dtype():

@@ -50,7 +50,13 @@ thresholds: {pe_slope: 1.0, pe_slope_tol: 0.2, pe_max_fraction: 0.05, attention_
              attention_slope_tol: 0.2, d_slope: 1.0, d_slope_tol: 0.2}
 """
 )
-ENCODING = {"base": 10000, "rope_base": 10000, "t5_num_buckets": 32, "t5_max_distance": 128}
+ENCODING = {
+    "base": 10000,
+    "rope_base": 10000,
+    "t5_num_buckets": 32,
+    "t5_max_distance": 128,
+    "rope_partial_fraction": 0.5,  # heads of 4: a quarter would rotate one dimension (refused)
+}
 BUILT_IN = list(REGISTRY)  # before any test registers its own
 IDS = [
     "complexity.pe_linear",

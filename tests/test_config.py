@@ -178,3 +178,81 @@ def test_device_cuda_without_a_gpu_fails_at_once(tmp_path):
     assert proc.returncode != 0
     assert "config key 'device' is 'cuda' but torch sees no CUDA device" in proc.stdout
     assert not (work / "results").exists()
+
+
+# ----------------------------------------------------------------------------- encodings' checks
+
+
+def with_encoding_checks(cache):
+    """The Snakefile's checks: every spec's, then the configured encodings' own
+    (``EncodingSpec.checks``) at every width the analyses build them at."""
+    return [*checks(), registry.encoding_check(discover(ROOT), ROOT, cache)]
+
+
+def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
+    # Partial RoPE's default quarter of the test config's 4-wide complexity heads is one
+    # dimension: refused before any job, naming the encoding's key and the keys of the width.
+    config = merged(load("test.yaml"))
+    config["encodings"] = ["rope", "rope_partial"]
+    with pytest.raises(ConfigError) as err:
+        validate_config(config, schema(), with_encoding_checks(tmp_path))
+    message = str(err.value)
+    assert "config key encoding.rope_partial_fraction = 0.25: rotates int(0.25 x 4) = 1" in message
+    assert "(rope_partial at complexity.d_models.0 = 8, complexity.head_dim = 4;" in message
+    assert message.count("rope_partial_fraction") == 1  # one line for every width it fails at
+    config["encoding"]["rope_partial_fraction"] = 0.5  # two of four: even at every width
+    validate_config(config, schema(), with_encoding_checks(tmp_path))
+    # The default study's heads (16 wide and up) take the quarter.
+    validate_config(
+        merged({"encodings": ["rope_partial"]}), schema(), with_encoding_checks(tmp_path)
+    )
+
+
+def test_encoding_checks_start_no_subprocess_unless_asked_and_are_cached(tmp_path, monkeypatch):
+    import subprocess
+
+    cache = tmp_path / "cache"
+    registry.metadata(root=ROOT, cache=cache)  # the registry's metadata, read once
+    real_run = subprocess.run
+
+    def no_subprocess(*args, **kwargs):
+        raise AssertionError("a subprocess started")
+
+    monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
+    # No configured encoding declares a check: nothing to ask the registry (no torch).
+    validate_config(merged({}), schema(), with_encoding_checks(cache))
+    monkeypatch.setattr(registry.subprocess, "run", real_run)
+    bad = merged({"encodings": ["rope_partial"], "encoding": {"rope_partial_fraction": 0.1}})
+    with pytest.raises(ConfigError, match="rope_partial_fraction = 0.1"):
+        validate_config(bad, schema(), with_encoding_checks(cache))
+    # The same question again is read back; another fraction is a new one.
+    monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
+    with pytest.raises(ConfigError, match="rope_partial_fraction = 0.1"):
+        validate_config(bad, schema(), with_encoding_checks(cache))
+    bad["encoding"]["rope_partial_fraction"] = 0.3
+    with pytest.raises(AssertionError, match="a subprocess started"):
+        validate_config(bad, schema(), with_encoding_checks(cache))
+
+
+def test_run_checks_reports_each_problem_once_per_encoding():
+    where = {"a": (16, 4), "b": (32, 8), "c": (64, 4)}  # heads of 4, 4 and 16
+    problems = registry.run_checks(["rope", "rope_partial"], {"rope_partial_fraction": 0.25}, where)
+    assert problems == [
+        "config key encoding.rope_partial_fraction = 0.25: rotates int(0.25 x 4) = 1 of a "
+        "head's 4 dimensions, which must be a positive even number (RoPE turns pairs) "
+        "(rope_partial at a; b)"
+    ]
+
+
+def test_an_encodings_check_stops_snakemake_before_any_job(tmp_path):
+    work = copy_workflow(tmp_path / "wf")
+    (work / "bad.yaml").write_text(
+        "encodings: [rope_partial]\nencoding: {rope_partial_fraction: 0.1}\n"
+    )
+    proc = snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
+    assert proc.returncode != 0
+    assert (
+        "config key encoding.rope_partial_fraction = 0.1: rotates int(0.1 x 16) = 1" in proc.stdout
+    )
+    assert "Building DAG" not in proc.stdout
+    assert not (work / "results").exists()

@@ -177,8 +177,11 @@ class ReferenceHooks:
 
 def random_module(name: str, **params) -> PositionalEncoding:
     """Encoding ``name`` with float64 angles and every parameter random (T5's table starts at
-    zero, which would make its bias trivially right)."""
+    zero, which would make its bias trivially right). Heads here may be 4 wide, where partial
+    RoPE's default quarter would rotate one dimension (refused): it rotates half of each unless
+    told otherwise; its quarter is tested on wider heads at the end of this file."""
     torch.manual_seed(0)
+    params = {"rope_partial_fraction": 0.5, **params}
     module = build(name, EncodingParams(**params, angle_dtype=torch.float64))
     for p in module.parameters():
         torch.nn.init.normal_(p)
@@ -271,7 +274,7 @@ def test_hooks_match_the_naive_reference(spec, params, positions, causal):
 
 
 def test_registry_declares_where_each_encoding_acts(spec):
-    module = build(spec.name, EncodingParams(d_model=8, n_heads=2))
+    module = build(spec.name, EncodingParams(d_model=8, n_heads=2, rope_partial_fraction=0.5))
     assert module.acts_on == spec.acts_on
     # Its base class is its place of action: the analyses' kernel() and workload() come from it.
     assert place_of_action(module).acts_on == spec.acts_on
@@ -562,3 +565,274 @@ def test_rope_complex_form_matches_real_form_on_strided_views(dtype):
         x1, x2 = x[..., 0::2], x[..., 1::2]
         want = torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
         torch.testing.assert_close(apply_rope(x, cos, sin), want)
+
+
+# ----------------------------------------------------------------------------- relative claims
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_relative_flag_is_true_to_the_stack(spec, causal):
+    # ``relative`` says scores depend on positions only through p - q: then shifting every
+    # position leaves a stack's output as it is; an absolute encoding's output moves. FIRE's
+    # threshold is set low so that its queries pass it (below it, it is relative too).
+    d, heads = 16, 4
+    enc = random_module(spec.name, d_model=d, n_heads=heads, fire_threshold=4.0)
+    stack = TransformerStack(ModelConfig(d_model=d, n_heads=heads, n_layers=2, causal=causal), enc)
+    x, positions = torch.randn(2, 9, d), torch.arange(9)
+    with torch.no_grad():
+        base = stack(x, positions)
+        moved = [stack(x, positions + shift) for shift in (1, 37, 1000)]
+    change = max(((m - base).abs().max() / base.abs().max()).item() for m in moved)
+    if spec.relative:
+        assert change < 1e-10, spec.name
+    elif spec.positional:
+        assert change > 1e-4, spec.name
+
+
+# ----------------------------------------------------------------------------- kerple, fire
+
+
+def test_kerple_is_the_log_kernel_with_positive_parameters():
+    enc = build("kerple", EncodingParams(d_model=8, n_heads=2))
+    with torch.no_grad():  # r1 = (1.5, 0.25), r2 = (0.5, 2): raw = log(e^r - 1)
+        enc.r1_raw.copy_(torch.tensor([1.5, 0.25]).expm1().log())
+        enc.r2_raw.copy_(torch.tensor([0.5, 2.0]).expm1().log())
+    bias = enc.score_bias(torch.tensor([0, 3, 10]), torch.tensor([0, 1, 10]), causal=True)
+    for h, (r1, r2) in enumerate([(1.5, 0.5), (0.25, 2.0)]):
+        for a, i in enumerate([0, 3, 10]):
+            for b, j in enumerate([0, 1, 10]):
+                want = -r1 * math.log(1 + r2 * abs(i - j))
+                assert bias[h, a, b].item() == pytest.approx(want, rel=1e-12, abs=1e-15)
+    # Any raw value is a valid parameter: the bias stays a penalty, zero at distance 0.
+    with torch.no_grad():
+        enc.r1_raw.fill_(-40.0)
+        enc.r2_raw.fill_(40.0)
+    bias = enc.score_bias(torch.arange(5), torch.arange(5), causal=False)
+    assert (bias <= 0).all() and torch.equal(bias.diagonal(dim1=1, dim2=2), torch.zeros(2, 5))
+
+
+def test_kerple_starts_as_chi_et_al_code():
+    # r1 ~ U(0, 2), r2 ~ U(0, 1) per head, each at least 1e-2.
+    torch.manual_seed(0)
+    enc = build("kerple", EncodingParams(d_model=4000, n_heads=2000))
+    r1 = torch.nn.functional.softplus(enc.r1_raw.detach())
+    r2 = torch.nn.functional.softplus(enc.r2_raw.detach())
+    assert r1.shape == r2.shape == (2000,)
+    assert 1e-2 - 1e-12 <= r1.min() and r1.max() <= 2 and abs(r1.mean() - 1) < 0.1
+    assert 1e-2 - 1e-12 <= r2.min() and r2.max() <= 1 and abs(r2.mean() - 0.5) < 0.05
+
+
+def test_fire_starts_as_li_et_al_code():
+    enc = build("fire", EncodingParams(d_model=12, n_heads=3, fire_threshold=64.0))
+    assert enc.c.item() == pytest.approx(0.1)
+    assert enc.threshold().item() == 64.0
+    assert enc.hidden.weight.shape == (32, 1) and enc.out.weight.shape == (3, 32)
+    assert build("fire", EncodingParams(d_model=12, n_heads=3)).threshold().item() == 512.0
+    with pytest.raises(ValueError, match="positive MLP width"):
+        build("fire", EncodingParams(d_model=12, n_heads=3, fire_mlp_width=0))
+
+
+def test_fire_interpolates_past_its_threshold():
+    # Below L the normaliser is psi(L): the bias depends on i - j alone. Past it, every
+    # query's first key maps to psi(i) / psi(i) = 1 and its own position to 0, whatever i:
+    # distances are squeezed into [0, 1] however long the sequence (progressive interpolation).
+    enc = random_module("fire", d_model=8, n_heads=2, fire_threshold=16.0)
+    with torch.no_grad():
+        enc.threshold_scale.fill_(1.0)
+        enc.c.fill_(0.1)
+        short = torch.arange(10)
+        torch.testing.assert_close(
+            enc.score_bias(short + 5, short + 5, True), enc.score_bias(short, short, True)
+        )
+        far = torch.tensor([0.0, 16, 100, 1000, 65536])
+        bias = enc.score_bias(far, far, True)  # (H, 5, 5)
+        first_key, own = bias[:, 1:, 0], bias.diagonal(dim1=1, dim2=2)[:, 1:]
+        # (1 up to the normaliser's eps = 1e-6, times the MLP's slope)
+        torch.testing.assert_close(
+            first_key, first_key[:, :1].expand_as(first_key), rtol=0, atol=1e-4
+        )
+        torch.testing.assert_close(own, own[:, :1].expand_as(own))
+        # A float position (Position Interpolation) is as valid as an integer one.
+        assert enc.score_bias(far / 3, far / 3, True).isfinite().all()
+
+
+def test_fire_bias_stays_wide_under_autocast():
+    # bfloat16 autocast would run the MLP in bfloat16; the bias is computed as without it.
+    enc = random_module("fire", d_model=8, n_heads=2)
+    positions = torch.arange(300)
+    want = enc.score_bias(positions, positions, True)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        got = enc.score_bias(positions, positions, True)
+    assert got.dtype == want.dtype == torch.float64
+    torch.testing.assert_close(got, want)
+
+
+# ----------------------------------------------------------------------------- xpos, rope_partial
+
+
+def _scores(enc, q, k, q_pos, k_pos):
+    """<T(n) q, T(m) k> for every query n and key m. (..., Lq, Lk)."""
+    rq, rk = enc.rotate(q, k, q_pos, k_pos)
+    return rq @ rk.transpose(-1, -2)
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+def test_xpos_scores_are_rope_scores_decayed_per_pair(interleaved):
+    # Sun et al.: <q_n, k_m> carries zeta_i^((n - m)/gamma) on pair i, zeta_i = (2i/d + 0.4)/1.4,
+    # and is RoPE's pair score otherwise; written out here from RoPE's own rotation per pair.
+    d, gamma = 8, 512.0
+    params = EncodingParams(d_model=d, rope_interleaved=interleaved, angle_dtype=torch.float64)
+    xpos, rope = build("xpos", params), build("rope", params)
+    q, k = torch.randn(3, 5, d), torch.randn(3, 6, d)
+    q_pos, k_pos = torch.tensor([0, 3, 17, 600, 2000]), torch.tensor([1, 2, 64, 300, 1999, 2000])
+    want = torch.zeros(3, 5, 6)
+    for i in range(d // 2):
+        pair = [2 * i, 2 * i + 1] if interleaved else [i, i + d // 2]
+        mask = torch.zeros(d)
+        mask[pair] = 1.0
+        zeta = (2 * i / d + 0.4) / 1.4
+        decay = zeta ** ((q_pos[:, None] - k_pos[None, :]).double() / gamma)  # (Lq, Lk)
+        want += decay * _scores(rope, q * mask, k * mask, q_pos, k_pos)
+    torch.testing.assert_close(_scores(xpos, q, k, q_pos, k_pos), want)
+
+
+@pytest.mark.parametrize(
+    "dtype,shifts", [(torch.float64, (1, 1000, 2**16, 2**20)), (torch.float32, (1, 37, 1000))]
+)
+def test_xpos_scores_depend_on_the_offset_only(dtype, shifts):
+    # Centred scales move with the positions, so a shift leaves them bit for bit as they were:
+    # what changes is RoPE's rounding of the angles, about eps·(p + s) each.
+    enc = build("xpos", EncodingParams(d_model=16, angle_dtype=dtype))
+    q, k = torch.randn(2, 7, 16, dtype=dtype), torch.randn(2, 7, 16, dtype=dtype)
+    positions = torch.tensor([0, 1, 5, 9, 30, 31, 63])
+    base = _scores(enc, q, k, positions, positions)
+    for shift in shifts:
+        moved = _scores(enc, q, k, positions + shift, positions + shift)
+        change = ((moved - base).abs().max() / base.abs().max()).item()
+        assert change < 8 * torch.finfo(dtype).eps * (shift + 64), shift
+
+
+def test_xpos_scales_are_centred_and_bounded():
+    from posenc.encodings import PositionOutOfRange, xpos_max_span, xpos_scales
+
+    # The limit: gamma log(max) / -log(0.4/1.4), whatever the head width.
+    limits = {torch.float32: 36260.7, torch.float16: 4532.4, torch.float64: 290085.8}
+    for dtype, limit in limits.items():
+        assert xpos_max_span(64, 512.0, dtype) == pytest.approx(limit, rel=1e-5)
+        assert xpos_max_span(8, 512.0, dtype) == pytest.approx(limit, rel=1e-5)
+    # Scale 1 at the midpoint of every query and key position; a query's scale times a key's
+    # is zeta_i^((n - m)/gamma) whatever the other positions are.
+    up, down = xpos_scales(torch.tensor([10, 20]), torch.tensor([30]), 8, 512.0, torch.float64)
+    torch.testing.assert_close(up[1], torch.ones(4))
+    zeta = torch.tensor([(2 * i / 8 + 0.4) / 1.4 for i in range(4)])
+    torch.testing.assert_close(up[0] * down[0], zeta ** ((10 - 30) / 512))
+    # Up to the limit every scale is finite and nonzero in float32...
+    enc = build("xpos", EncodingParams(d_model=64))
+    n = 36000
+    x = torch.ones(1, 1, n, 64)
+    rq, rk = enc.rotate(x, x, torch.arange(n), torch.arange(n))
+    assert rq.isfinite().all() and rk.isfinite().all()
+    assert (rq.abs().amax(-2) > 0).all() and (rk.abs().amax(-2) > 0).all()
+    # ...past it a clear error rather than inf or 0, and earlier for float16 storage.
+    with pytest.raises(PositionOutOfRange, match="encoding.xpos_scale_base"):
+        enc.rotate(x[:, :, :1], x[:, :, :1], torch.tensor([0]), torch.tensor([40000]))
+    half = torch.ones(1, 1, 2, 64, dtype=torch.float16)
+    with pytest.raises(PositionOutOfRange, match="float16"):
+        enc.rotate(half, half, torch.tensor([0, 5000]), torch.tensor([0, 5000]))
+
+
+def test_xpos_is_rope_at_one_position_and_shares_its_waves():
+    # One position: centred at itself, scale 1, the very rotation RoPE makes (the rotation
+    # analysis reads the pairs there); frequencies and the cos/sin table are RoPE's.
+    params = EncodingParams(d_model=16, n_heads=2, angle_dtype=torch.float64)
+    xpos, rope = build("xpos", params), build("rope", params)
+    q = torch.randn(1, 2, 1, 8)
+    for p in (0, 1, 1000):
+        pos = torch.tensor([p])
+        for got, want in zip(xpos.rotate(q, q, pos, pos), rope.rotate(q, q, pos, pos)):
+            torch.testing.assert_close(got, want)
+    torch.testing.assert_close(xpos.frequencies(), rope.frequencies())
+    positions = torch.arange(5)
+    torch.testing.assert_close(
+        xpos.angle_table(positions, torch.float64), rope.angle_table(positions, torch.float64)
+    )
+
+
+@pytest.mark.parametrize("interleaved", [True, False])
+@pytest.mark.parametrize(
+    "head_dim,fraction,width", [(8, 0.25, 2), (16, 0.25, 4), (16, 0.5, 8), (12, 0.34, 4)]
+)
+def test_rope_partial_is_rope_of_its_width_on_the_leading_dimensions(
+    interleaved, head_dim, fraction, width
+):
+    # GPT-NeoX: rotary_ndims = int(head_dim * rotary_pct) leading dimensions turn as a RoPE
+    # head of that width would (frequencies base^(-2i/width)); the rest pass as they are.
+    params = EncodingParams(
+        d_model=2 * head_dim,
+        n_heads=2,
+        rope_partial_fraction=fraction,
+        rope_interleaved=interleaved,
+        angle_dtype=torch.float64,
+    )
+    enc = build("rope_partial", params)
+    assert enc.width == width
+    rope = build("rope", dataclasses.replace(params, d_model=2 * width))
+    q, k = torch.randn(2, 2, 5, head_dim), torch.randn(2, 2, 4, head_dim)
+    q_pos, k_pos = torch.tensor([0, 1, 7, 100, 4095]), torch.tensor([3, 64, 300, 9])
+    got = enc.rotate(q, k, q_pos, k_pos)
+    want = rope.rotate(q[..., :width], k[..., :width], q_pos, k_pos)
+    for g, w, x in zip(got, want, (q, k)):
+        torch.testing.assert_close(g[..., :width], w)
+        assert torch.equal(g[..., width:], x[..., width:])
+    torch.testing.assert_close(enc.frequencies(), rope.frequencies())
+    assert enc.angle_table(q_pos, torch.float64).shape == (5, width)
+    reference = REGISTRY["rope_partial"].reference(enc, q, k, q_pos, k_pos)
+    for g, r in zip(got, reference):
+        torch.testing.assert_close(g, r)
+
+
+@pytest.mark.parametrize(
+    "head_dim,fraction", [(4, 0.25), (12, 0.25), (16, 0.1), (8, 0.1), (6, 0.5)]
+)
+def test_rope_partial_odd_or_zero_width_is_an_error_naming_the_key(head_dim, fraction):
+    from posenc.encodings import rope_partial_check
+
+    params = EncodingParams(d_model=head_dim, rope_partial_fraction=fraction)
+    with pytest.raises(ValueError, match="encoding.rope_partial_fraction"):
+        build("rope_partial", params)
+    (problem,) = rope_partial_check(params)
+    assert problem.startswith(f"config key encoding.rope_partial_fraction = {fraction:g}")
+    assert "positive even number" in problem
+    assert REGISTRY["rope_partial"].checks == (rope_partial_check,)
+    assert rope_partial_check(EncodingParams(d_model=64, rope_partial_fraction=fraction)) == []
+
+
+@pytest.mark.parametrize("name", ["xpos", "rope_partial"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_xpos_and_rope_partial_quarter_in_a_stack_and_its_gradients(name, causal):
+    # The generic tests rotate half of a partial head (their heads can be 4 wide): here its
+    # default quarter, on heads of 8, through a stack against the naive softmax with the
+    # spec's reference loop as the hook, and its gradients against the naive softmax's;
+    # xPos the same way.
+    d, heads = 32, 4
+    enc = random_module(name, d_model=d, n_heads=heads, rope_partial_fraction=0.25)
+    assert name != "rope_partial" or enc.width == 2
+    cfg = ModelConfig(d_model=d, n_heads=heads, n_layers=2, causal=causal)
+    stack = TransformerStack(cfg, enc)
+    x, positions = torch.randn(2, 11, d), torch.arange(11)
+    reference = ReferenceHooks(REGISTRY[name], enc)
+    weight = torch.randn(2, 11, d)
+
+    def grads(forward):
+        stack.zero_grad()
+        (forward(x, positions) * weight).sum().backward()
+        return [p.grad.clone() for p in stack.parameters()]
+
+    torch.testing.assert_close(stack(x, positions), naive_stack(x, stack, positions, reference))
+    for got, want in zip(
+        grads(stack), grads(lambda x, pos: naive_stack(x, stack, pos)), strict=True
+    ):
+        torch.testing.assert_close(got, want)
+    with torch.no_grad():  # relative: a shift of every position changes nothing
+        moved = stack(x, positions + 1000)
+    torch.testing.assert_close(moved, stack(x, positions))

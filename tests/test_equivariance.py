@@ -15,7 +15,17 @@ from posenc.claims import evaluate
 from posenc.encodings import REGISTRY
 
 CPU = torch.device("cpu")
-ENCODING_CFG = {"base": 10000.0, "rope_base": 10000.0, "t5_num_buckets": 8, "t5_max_distance": 16}
+# FIRE is relative below its threshold L: the shifts below must carry queries past it, or it
+# would look relative (the study's config sets L from its L_train the same way).
+ENCODING_CFG = {
+    "base": 10000.0,
+    "rope_base": 10000.0,
+    "t5_num_buckets": 8,
+    "t5_max_distance": 16,
+    "fire_threshold": 8.0,
+    # Heads of 4 here: partial RoPE's default quarter would rotate one dimension (refused).
+    "rope_partial_fraction": 0.5,
+}
 ALL = list(REGISTRY)
 IDS = {c.id for c in SPEC.claims}
 

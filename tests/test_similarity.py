@@ -308,7 +308,18 @@ def test_reach_beyond_h_half_periods_means_monotone_over_the_near_window(h, omeg
 def test_compute_tiny_all_claims_pass_and_is_deterministic():
     first, claims = run(context())
     assert set(claims) == IDS
-    assert all(c["verdict"] == "pass" for c in claims.values()), claims
+    failed = {cid for cid, c in claims.items() if c["verdict"] != "pass"}
+    assert failed <= {"similarity.rope_long_term_decay"}, claims
+    # Su et al.'s bound sums over the pairs a head turns: a partial rotation turns fewer pairs
+    # than its head has (a quarter of them by default), and over those its bound falls less.
+    # Only such an encoding may fail the decay claim; every full rotation passes it.
+    th = tiny_cfg()["thresholds"]
+    for label, ratio in first.evidence["decay_far_ratio"].items():
+        name, d = label.rsplit(" d=", 1)
+        spearman = first.evidence["decay_spearman"][label]
+        if ratio > th["decay_max_far_ratio"] or spearman > th["decay_max_spearman"]:
+            module = build(name, EncodingParams(d_model=int(d), **ENCODING_CFG))
+            assert 2 * module.frequencies().numel() < int(d), label
     again = sm.compute(context())
     assert again.rows["kernel_properties"] == first.rows["kernel_properties"]
     assert again.rows["offset_profiles"] == first.rows["offset_profiles"]
@@ -655,9 +666,18 @@ def test_tables_and_figure_say_what_each_kernel_is(tmp_path):
         assert (e, "random init, N(0, 0.5²)") in kinds
     fixed = [e for e in REGISTRY if not REGISTRY[e].learned]
     assert {(e, "fixed formula") for e in fixed} <= kinds
-    # Two seeds that differ: mean ± half range; symmetry on a causal model: undefined (None).
+    # Two seeds that differ: mean ± half range, one number where they agree (Kerple's penalty
+    # only falls, so its concordance is 1 at every seed); symmetry on a causal model: undefined
+    # (None).
     trained_rows = [r for r in rows if r[1].startswith("trained")]
-    assert all("±" in r[3] for r in trained_rows)
+    seeds = {
+        (p["encoding"], p["seed"]): p["concordance"]
+        for p in m.rows["kernel_properties"]
+        if p["source"] == sm.TRAINED
+    }
+    for r in trained_rows:
+        assert ("±" in str(r[3])) == (seeds[r[0], 0] != seeds[r[0], 1]), r
+    assert any("±" in str(r[3]) for r in trained_rows)
     assert all(r[5] is None for r in trained_rows)
     titles = {ax.get_title() for ax in present.figure_kernels(m, ctx).axes}
     for e in LEARNED:

@@ -27,6 +27,14 @@ def check_lengths(config: dict) -> list[str]:
     return problems
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """Every encoding is built at the table width; one acting on queries and keys as one head
+    of ``rope_head_dim``."""
+    cfg = config["aliasing"]
+    d, head = cfg["d_model"], cfg["rope_head_dim"]
+    return {f"aliasing.d_model = {d}": (d, 1), f"aliasing.rope_head_dim = {head}": (head, 1)}
+
+
 SPEC = AnalysisSpec(
     id="aliasing",
     title="Aliasing at large L",
@@ -234,4 +242,5 @@ SPEC = AnalysisSpec(
     # with one thread against 180 s with two while other jobs held both cores).
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
     checks=(check_lengths,),
+    encoding_shapes=encoding_shapes,
 )

@@ -39,7 +39,13 @@ import torch
 from torch.utils import benchmark
 
 from posenc.analysis import Context, Measurements
-from posenc.encodings import EncodingParams, InputEncoding, PositionalEncoding, build
+from posenc.encodings import (
+    EncodingParams,
+    InputEncoding,
+    PositionalEncoding,
+    PositionOutOfRange,
+    build,
+)
 from posenc.model import Attention, ModelConfig
 
 from .spec import SPEC
@@ -215,10 +221,13 @@ def measure(
     """Time every workload at every configured width, at L = 1 (its fixed per-call cost) and
     at every configured length it is run at. Returns tidy rows, the encodings that compute a
     positional table (an :class:`~posenc.encodings.InputEncoding`) and those whose work is
-    quadratic in L, timed only up to ``bias_max_len``."""
+    quadratic in L, timed only up to ``bias_max_len``. An encoding that has no encoding of
+    L positions (PositionOutOfRange: xPos's scales past the span its dtype holds, say) is not
+    timed from that L on (:func:`refused_lengths`)."""
     rows: list[dict] = []
     tables: dict[str, None] = {}
     quadratic: dict[str, None] = {}
+    refused: dict[tuple[str, int], int] = {}  # (encoding, d) -> the L it refused
     timer, _ = clock(device)
 
     def time_it(fn):
@@ -240,12 +249,28 @@ def measure(
                         if length > cfg["bias_max_len"]:
                             continue  # an (H, L, L) bias outgrows memory long before a table
                     fn = encoding_workload(enc, cfg, length, device)
-                    if fn is None:
+                    if fn is None or (name, d) in refused:
                         continue
-                    t = time_it(fn)
+                    try:
+                        t = time_it(fn)
+                    except PositionOutOfRange:  # and so at every longer L (lengths increase)
+                        refused[name, d] = length
+                        continue
                     rows.append({"workload": name, "acts_on": enc.acts_on, **where, **t})
                     del enc, fn  # a learned table of 2^20 rows is a GiB: free it first
     return rows, list(tables), list(quadratic)
+
+
+def refused_lengths(rows: list[dict], lengths: list[int], quadratic: list[str]) -> dict[str, int]:
+    """Per encoding timed whose work is not quadratic, the shortest configured L it has no
+    timing at: where it refused the positions (PositionOutOfRange). None missing: not listed."""
+    out = {}
+    for name in dict.fromkeys(r["workload"] for r in rows if r["workload"] != ATTENTION):
+        timed = {r["length"] for r in rows if r["workload"] == name}
+        missing = [n for n in lengths if n not in timed]
+        if missing and name not in quadratic:
+            out[name] = min(missing)
+    return out
 
 
 def fit_min_len(workload: str, d_model: int, cfg: dict) -> int:
@@ -556,6 +581,8 @@ def compute(ctx: Context) -> Measurements:
             ],
             "tables": tables,
             "quadratic": quadratic,
+            # From which L on an encoding has no encoding of the positions (not timed there).
+            "refused": refused_lengths(rows, cfg["lengths"], quadratic),
             "ratio_len": ratio_len,
             "pe_to_attention": ratio,
             # Every encoding's time over attention's at every configured L (None: not timed).

@@ -42,6 +42,16 @@ def check_lengths(config: dict) -> list[str]:
     return problems
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """Each configured width, in heads of ``head_dim``."""
+    cfg = config["complexity"]
+    h = cfg["head_dim"]
+    return {
+        f"complexity.d_models.{i} = {d}, complexity.head_dim = {h}": (d, d // h)
+        for i, d in enumerate(cfg["d_models"])
+    }
+
+
 SPEC = AnalysisSpec(
     id="complexity",
     title="Cost against length and width",
@@ -183,4 +193,5 @@ SPEC = AnalysisSpec(
     # queries and keys, their rotations and temporaries at d = 256 (2.8 GB peak measured).
     resources=Resources(threads=1, mem_mb=4000, runtime=10, exclusive=True),
     checks=(check_lengths,),
+    encoding_shapes=encoding_shapes,
 )

@@ -19,6 +19,13 @@ def check_heads(config: dict) -> list[str]:
     return []
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """The one width every case builds its encodings at."""
+    cfg = config["equivariance"]
+    d, h = cfg["d_model"], cfg["n_heads"]
+    return {f"equivariance.d_model = {d}, equivariance.n_heads = {h}": (d, h)}
+
+
 SPEC = AnalysisSpec(
     id="equivariance",
     title="Permutation equivariance, and what breaks it",
@@ -136,4 +143,5 @@ SPEC = AnalysisSpec(
     references=("haviv2022", "higham2002"),
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
     checks=(check_heads,),
+    encoding_shapes=encoding_shapes,
 )

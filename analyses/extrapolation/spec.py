@@ -98,6 +98,13 @@ def check_config(config: dict) -> list[str]:
     return problems
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """The trained models' width (both tasks; the similarity section reads them too)."""
+    model = config["extrapolation"]["model"]
+    d, h = model["d_model"], model["n_heads"]
+    return {f"extrapolation.model.d_model = {d}, extrapolation.model.n_heads = {h}": (d, h)}
+
+
 SPEC = AnalysisSpec(
     id="extrapolation",
     title="Extrapolation: train short, test long",
@@ -399,4 +406,5 @@ SPEC = AnalysisSpec(
     ),
     resources=Resources(threads=1, mem_mb=2000, runtime=10),
     checks=(check_config,),
+    encoding_shapes=encoding_shapes,
 )

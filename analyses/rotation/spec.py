@@ -42,6 +42,17 @@ def check_linear_map(config: dict) -> list[str]:
     return []
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """Every encoding is built at the widest table width (to ask what it is) and as one head
+    of the score-shift test's width."""
+    cfg = config["rotation"]
+    widest, head = max(cfg["d_values"]), cfg["rope"]["head_dim"]
+    return {
+        f"rotation.d_values (largest) = {widest}": (widest, 1),
+        f"rotation.rope.head_dim = {head}": (head, 1),
+    }
+
+
 SPEC = AnalysisSpec(
     id="rotation",
     title="Shifts are rotations",
@@ -168,8 +179,9 @@ SPEC = AnalysisSpec(
                     "max_over_bound",
                     label="largest deviation / rounding bound Σ_c w_c (ulps·(eps + "
                     "eps_angles) + angle_ulps·eps_angles·Θ_c) + d·eps64 (w_c: pair c's share "
-                    "of ‖q‖‖k‖, Θ_c: its four angles), per dtype with the registry's angles "
-                    "(float32 or wider),",
+                    "of ‖q‖‖k‖ times the transform's gains on it, Θ_c: its four angles but "
+                    "those computed exactly), per dtype with the registry's angles (float32 or "
+                    "wider),",
                 ),
             ),
             references=("su2021",),
@@ -217,4 +229,5 @@ SPEC = AnalysisSpec(
     references=("vaswani2017", "su2021", "seed_article"),
     resources=Resources(threads=1, mem_mb=1000, runtime=10),
     checks=(check_hand_trace, check_linear_map),
+    encoding_shapes=encoding_shapes,
 )

@@ -82,6 +82,17 @@ def check_config(config: dict) -> list[str]:
     return problems
 
 
+def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
+    """The kernels' width, and one head of each width of Su et al.'s decay bound (trained
+    models are the extrapolation section's: its spec names their width)."""
+    kernels, decay = config["similarity"]["kernels"], config["similarity"]["rope_decay"]
+    d, h = kernels["d_model"], kernels["n_heads"]
+    shapes = {f"similarity.kernels.d_model = {d}, similarity.kernels.n_heads = {h}": (d, h)}
+    for i, width in enumerate(decay["dims"]):
+        shapes[f"similarity.rope_decay.dims.{i} = {width}"] = (width, 1)
+    return shapes
+
+
 SPEC = AnalysisSpec(
     id="similarity",
     title="Similarity of positions",
@@ -222,4 +233,5 @@ SPEC = AnalysisSpec(
     references=("vaswani2017", "wang2021", "su2021", "press2022", "raffel2020"),
     resources=Resources(threads=1, mem_mb=2000, runtime=10),
     checks=(check_config,),
+    encoding_shapes=encoding_shapes,
 )
