@@ -353,6 +353,11 @@ def evidence(
         "bits_at_longest": {e: ci(r) for e, r in far.items() if r is not None},
         "bits_at_2x": {s: ci(r) for s, r in at_2x.items() if r is not None},
         "far_change": {e: ci(far[e] - one[e]) for e in defined_far},
+        # How much less one encoding's loss rises from 1x to the longest length than another's.
+        "far_change_lead": {
+            a: {b: ci((far[b] - one[b]) - (far[a] - one[a])) for b in defined_far if b != a}
+            for a in defined_far
+        },
         "far_lead": {
             a: {b: ci(far[b] - far[a]) for b in defined_far if b != a} for a in defined_far
         },

@@ -279,12 +279,80 @@ SPEC = AnalysisSpec(
                 Check(
                     "far_lead.alibi.sinusoidal",
                     ">",
-                    "alibi_beats_margin_bits",
+                    "beats_margin_bits",
                     label="sinusoidal minus alibi bits/char",
                 ),
             ),
             shows=("bits_at_longest.alibi", "bits_at_longest.sinusoidal"),
             references=("press2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.kerple_flat",
+            "Kerple's logarithmic bias stays flat beyond L_train, like ALiBi: its bits/char "
+            "(mode b) at {longest}x L_train are about those at 1x (Chi et al. 2022 report "
+            "perplexity flat or falling to 16x the training length).",
+            kind="empirical",
+            checks=(
+                Check(
+                    "far_change.kerple", "<=", "flat_margin_bits", label="kerple bits/char change"
+                ),
+            ),
+            shows=("bits_at_1x.kerple", "bits_at_longest.kerple"),
+            references=("chi2022",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.fire_best_long",
+            "At {longest}x L_train FIRE's loss (mode b) is at least as good as ALiBi's and "
+            "Kerple's and better than RoPE's and T5's (Li et al. 2024: FIRE extrapolates best "
+            "among these on long-context language modelling).",
+            kind="empirical",
+            checks=(
+                Check(
+                    "far_lead.alibi.fire",
+                    "<=",
+                    "match_margin_bits",
+                    label="fire minus alibi bits/char",
+                ),
+                Check(
+                    "far_lead.kerple.fire",
+                    "<=",
+                    "match_margin_bits",
+                    label="fire minus kerple bits/char",
+                ),
+                Check(
+                    "far_lead.fire.rope",
+                    ">",
+                    "beats_margin_bits",
+                    label="rope minus fire bits/char",
+                ),
+                Check(
+                    "far_lead.fire.t5_bias",
+                    ">",
+                    "beats_margin_bits",
+                    label="t5_bias minus fire bits/char",
+                ),
+            ),
+            shows=("bits_at_longest.fire",),
+            references=("li2024",),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extrapolation.xpos_degrades_less",
+            "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
+            "1x to {longest}x L_train than RoPE's (Sun et al. 2022).",
+            kind="empirical",
+            checks=(
+                Check(
+                    "far_change_lead.xpos.rope",
+                    ">",
+                    "beats_margin_bits",
+                    label="rope's rise minus xpos's rise, bits/char",
+                ),
+            ),
+            shows=("far_change.xpos", "far_change.rope"),
+            references=("sun2022", "su2021"),
             unless="smoke_test",
         ),
         Claim(
