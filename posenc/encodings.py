@@ -388,17 +388,42 @@ class Rotary(QKEncoding):
         """(cos p*theta_0, ..., cos p*theta_{Dh/2-1}, sin p*theta_0, ...): the cos/sin table."""
         return torch.cat(rope_cos_sin(positions, self.params.head_dim, self.base, dtype), -1)
 
-    def rotate(self, q, k, q_pos, k_pos):
+    def cos_sin(self, q_pos: Tensor, k_pos: Tensor, width: int | None = None):
+        """((cos, sin) of the queries, (cos, sin) of the keys) over ``width`` rotated dimensions
+        (the head width by default), in the params' angle dtype; self-attention's shared
+        positions computed once. Each (L, width/2)."""
         p = self.params
-        cos_q, sin_q = rope_cos_sin(q_pos, p.head_dim, self.base, p.angle_dtype)
-        if k_pos is q_pos:  # self-attention: the same angles, computed once
-            cos_k, sin_k = cos_q, sin_q
-        else:
-            cos_k, sin_k = rope_cos_sin(k_pos, p.head_dim, self.base, p.angle_dtype)
-        return (
-            apply_rope(q, cos_q, sin_q, p.rope_interleaved),
-            apply_rope(k, cos_k, sin_k, p.rope_interleaved),
-        )
+        width = width or p.head_dim
+        at_q = rope_cos_sin(q_pos, width, self.base, p.angle_dtype)
+        at_k = at_q if k_pos is q_pos else rope_cos_sin(k_pos, width, self.base, p.angle_dtype)
+        return at_q, at_k
+
+    def rotate(self, q, k, q_pos, k_pos):
+        (cos_q, sin_q), (cos_k, sin_k) = self.cos_sin(q_pos, k_pos)
+        interleaved = self.params.rope_interleaved
+        return apply_rope(q, cos_q, sin_q, interleaved), apply_rope(k, cos_k, sin_k, interleaved)
+
+
+def _turn_pairs_by_hand(
+    x: Tensor, positions: Tensor, width: int, interleaved: bool, base: float, scale=None
+) -> Tensor:
+    """The naive loop behind the rotary references: in each vector of ``x`` (..., L, Dh) at
+    position p, pair i of the first ``width`` dimensions, (x[2i], x[2i+1]) interleaved or
+    (x[i], x[i + width/2]) half split, turns by t = p * base^(-2i/width) to
+    (a cos t - b sin t, a sin t + b cos t), times ``scale(i, p)`` if given; the other
+    dimensions stay. float64, x's shape."""
+    pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + width // 2) for i in range(width // 2)]
+    d = x.shape[-1]
+    rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
+    for matrix in rows:
+        for vector, p in zip(matrix, positions.tolist(), strict=True):
+            for i, (ia, ib) in enumerate(pairs):
+                t = p * base ** (-2 * i / width)
+                factor = 1.0 if scale is None else scale(i, p)
+                a, b = vector[ia], vector[ib]
+                vector[ia] = factor * (a * math.cos(t) - b * math.sin(t))
+                vector[ib] = factor * (a * math.sin(t) + b * math.cos(t))
+    return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
 
 
 def rope_reference(
@@ -409,21 +434,10 @@ def rope_reference(
     (x[2i], x[2i+1]) interleaved, (x[i], x[i + Dh/2]) half split (``params.rope_interleaved``);
     base is ``module.base``, which NTK-aware scaling rescales. q (..., Lq, Dh), k (..., Lk, Dh)."""
     interleaved, base = module.params.rope_interleaved, module.base
-
-    def turn(x: Tensor, positions: Tensor) -> Tensor:
-        d = x.shape[-1]
-        pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + d // 2) for i in range(d // 2)]
-        rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
-        for matrix in rows:
-            for vector, p in zip(matrix, positions.tolist(), strict=True):
-                for i, (ia, ib) in enumerate(pairs):
-                    t = p * base ** (-2 * i / d)
-                    a, b = vector[ia], vector[ib]
-                    vector[ia] = a * math.cos(t) - b * math.sin(t)
-                    vector[ib] = a * math.sin(t) + b * math.cos(t)
-        return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
-
-    return turn(q, q_pos), turn(k, k_pos)
+    return (
+        _turn_pairs_by_hand(q, q_pos, q.shape[-1], interleaved, base),
+        _turn_pairs_by_hand(k, k_pos, k.shape[-1], interleaved, base),
+    )
 
 
 # xPos (Sun et al. 2022): gamma' of zeta_i = (2i/d + gamma') / (1 + gamma'), the authors' 0.4;
@@ -516,11 +530,7 @@ class XPos(Rotary):
 
     def rotate(self, q, k, q_pos, k_pos):
         p = self.params
-        cos_q, sin_q = rope_cos_sin(q_pos, p.head_dim, self.base, p.angle_dtype)
-        if k_pos is q_pos:  # self-attention: the same angles, computed once
-            cos_k, sin_k = cos_q, sin_q
-        else:
-            cos_k, sin_k = rope_cos_sin(k_pos, p.head_dim, self.base, p.angle_dtype)
+        (cos_q, sin_q), (cos_k, sin_k) = self.cos_sin(q_pos, k_pos)
         up, down = xpos_scales(
             q_pos, k_pos, p.head_dim, p.xpos_scale_base, p.angle_dtype, storage=q.dtype
         )  # (Lq, Dh/2), (Lk, Dh/2)
@@ -545,17 +555,11 @@ def xpos_reference(
 
     def turn(x: Tensor, positions: Tensor, sign: int) -> Tensor:
         d = x.shape[-1]
-        pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + d // 2) for i in range(d // 2)]
-        rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
-        for matrix in rows:
-            for vector, p in zip(matrix, positions.tolist(), strict=True):
-                for i, (ia, ib) in enumerate(pairs):
-                    t = p * base ** (-2 * i / d)
-                    scale = ((2 * i / d + 0.4) / 1.4) ** (sign * (p - centre) / gamma)
-                    a, b = vector[ia], vector[ib]
-                    vector[ia] = scale * (a * math.cos(t) - b * math.sin(t))
-                    vector[ib] = scale * (a * math.sin(t) + b * math.cos(t))
-        return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
+
+        def scale(i: int, p: float) -> float:
+            return ((2 * i / d + 0.4) / 1.4) ** (sign * (p - centre) / gamma)
+
+        return _turn_pairs_by_hand(x, positions, d, interleaved, base, scale)
 
     return turn(q, q_pos, 1), turn(k, k_pos, -1)
 
@@ -613,11 +617,7 @@ class PartialRotary(Rotary):
 
     def rotate(self, q, k, q_pos, k_pos):
         p, r = self.params, self.width
-        cos_q, sin_q = rope_cos_sin(q_pos, r, self.base, p.angle_dtype)
-        if k_pos is q_pos:  # self-attention: the same angles, computed once
-            cos_k, sin_k = cos_q, sin_q
-        else:
-            cos_k, sin_k = rope_cos_sin(k_pos, r, self.base, p.angle_dtype)
+        (cos_q, sin_q), (cos_k, sin_k) = self.cos_sin(q_pos, k_pos, r)
 
         def turn(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:  # (..., L, Dh)
             rotated = apply_rope(x[..., :r], cos, sin, p.rope_interleaved)
@@ -636,18 +636,8 @@ def rope_partial_reference(
     interleaved, base = module.params.rope_interleaved, module.base
 
     def turn(x: Tensor, positions: Tensor) -> Tensor:
-        d = x.shape[-1]
-        r = int(d * module.params.rope_partial_fraction)
-        pairs = [(2 * i, 2 * i + 1) if interleaved else (i, i + r // 2) for i in range(r // 2)]
-        rows = x.detach().double().reshape(-1, x.shape[-2], d).tolist()  # (N, L, Dh)
-        for matrix in rows:
-            for vector, p in zip(matrix, positions.tolist(), strict=True):
-                for i, (ia, ib) in enumerate(pairs):
-                    t = p * base ** (-2 * i / r)
-                    a, b = vector[ia], vector[ib]
-                    vector[ia] = a * math.cos(t) - b * math.sin(t)
-                    vector[ib] = a * math.sin(t) + b * math.cos(t)
-        return torch.tensor(rows, dtype=torch.float64).reshape(x.shape)
+        r = int(x.shape[-1] * module.params.rope_partial_fraction)
+        return _turn_pairs_by_hand(x, positions, r, interleaved, base)
 
     return turn(q, q_pos), turn(k, k_pos)
 
