@@ -1,6 +1,7 @@
 # posenc: one command regenerates the report. Each analysis is a folder, analyses/<id>/, whose
 # torch-free spec the rules read here; rules/analyses.smk builds one rule per spec, and the
 # report's sections follow the order of the analyses in the config. Nothing here imports torch.
+from functools import partial
 from pathlib import Path
 
 from snakemake.utils import min_version
@@ -30,6 +31,11 @@ posenc_config.validate_config(
     ),
     [
         *(check for spec in SPECS.values() for check in spec.checks),
+        *(
+            partial(check, encodings=ENCODING_META)
+            for spec in SPECS.values()
+            for check in spec.registry_checks
+        ),
         registry.encoding_check(SPECS, ROOT),
     ],
 )

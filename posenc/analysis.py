@@ -77,6 +77,9 @@ class AnalysisSpec:
     uses: tuple[str, ...] = ("seed", "device", "encodings", "encoding")
     # What a schema cannot say, each a function of the whole config -> problems naming keys.
     checks: tuple[Callable[[dict], list[str]], ...] = ()
+    # The same, for what needs the registry too: (config, {encoding: metadata}) -> problems
+    # (metadata: ``EncodingSpec.metadata``, plugins' encodings included).
+    registry_checks: tuple[Callable[[dict, dict], list[str]], ...] = ()
     # The widths its jobs build encodings at, from the whole config: {where: (d_model,
     # n_heads)}, ``where`` naming the config keys that set it ("complexity.head_dim = 16"). The
     # encodings' own checks (``EncodingSpec.checks``) run at each before any job.

@@ -125,6 +125,52 @@ def lm_batches(tokens: Tensor, seq_len: int) -> BatchFn:
 
 
 @dataclass(frozen=True)
+class RandomizedPositions:
+    """Randomized positional encodings (Ruoss et al. 2023, ACL, arXiv 2305.16843): a sequence of
+    n tokens gets the positions of a sorted random subset of n of [0, L_rand), L_rand =
+    ``max_position`` >> the training length, in place of 0..n-1.
+
+    Trained so, an encoding meets every position up to L_rand in training, and every gap of
+    order, so a longer test sequence (drawn the same way at evaluation) asks for no position
+    it has never seen: only for more of them, closer together. One draw per batch: every
+    sequence of a batch shares it, so an encoding's score bias is computed once per forward,
+    as with plain positions; over a run's thousands of batches the draws still cover
+    [0, L_rand).
+    """
+
+    max_position: int
+
+    def __post_init__(self):
+        if self.max_position < 1:
+            raise ValueError(f"L_rand must be positive, got {self.max_position}")
+
+    def sample(self, generator: torch.Generator, length: int) -> Tensor:
+        """Sorted distinct positions, shape (length,), long, from ``generator``."""
+        if length > self.max_position:
+            raise ValueError(
+                f"randomized positions draw {length} distinct positions from [0, "
+                f"{self.max_position}): raise extrapolation.randomized_positions.max_position"
+            )
+        return torch.randperm(self.max_position, generator=generator)[:length].sort().values
+
+    def batches(self, batches: BatchFn) -> Callable[[torch.Generator, int], tuple]:
+        """``batches`` with the positions of each batch drawn after it from the same generator
+        (whose state a resumed run restores): (inputs, targets, positions)."""
+
+        def batch(generator: torch.Generator, batch_size: int) -> tuple[Tensor, Tensor, Tensor]:
+            inputs, targets = batches(generator, batch_size)
+            return inputs, targets, self.sample(generator, inputs.shape[1])
+
+        return batch
+
+    def sampler(self, seed: int) -> Callable[[int], Tensor]:
+        """Evaluation's draws: a function of the length, from its own generator seeded with
+        ``seed``, so every model evaluated with one seed sees the same positions."""
+        generator = torch.Generator().manual_seed(seed)
+        return lambda length: self.sample(generator, length)
+
+
+@dataclass(frozen=True)
 class PasskeyTask:
     """Passkey retrieval (Mohtashami & Jaggi 2023; Chen et al. 2023 test Position Interpolation
     with it) in a form that needs position: the key is a run of ``key_len`` ordinary symbols,

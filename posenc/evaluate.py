@@ -24,12 +24,16 @@ functions of the evaluation length L and the training length L_train:
   interpolation while leaving the highest frequency almost untouched.
 
 A learned table has no rows past L_max: such lengths are reported as undefined, explicitly.
+
+A model trained with randomized positions (Ruoss et al. 2023) is evaluated the same way: each
+batch of windows or sequences gets a sorted random subset of [0, L_rand), drawn from a
+generator seeded per length, so every such model sees the same draws.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 from typing import Any
 
@@ -37,11 +41,16 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from posenc.data import IGNORE, PasskeyTask
+from posenc.data import IGNORE, PasskeyTask, RandomizedPositions
 from posenc.encodings import REGISTRY, PositionOutOfRange, Rotary
 
 EXTENSIONS = ("pi", "ntk")  # context-extension methods for RoPE, besides the plain model
 CPU = torch.device("cpu")
+# Positions for a forward: fixed ones (or None for 0..L-1), or a function of the length that
+# draws fresh ones for each batch (randomized positions).
+Positions = Tensor | Callable[[int], Tensor] | None
+# Seeds of randomized positions at evaluation, apart from the test sequences' own seeds.
+POSITION_SEED = 1 << 20
 
 
 def pi_positions(length: int, train_len: int) -> Tensor:
@@ -149,19 +158,18 @@ def window_nll(
     starts: Tensor,
     length: int,
     scored_from: int,
-    positions: Tensor | None,
+    positions: Positions,
     batch_windows: int,
     device: torch.device,
 ) -> Tensor:
     """Summed negative log-likelihood (nats) of the targets at window indices
-    ``[scored_from, length)`` of each window starting at ``starts``. Shape (windows,), float64."""
+    ``[scored_from, length)`` of each window starting at ``starts``. Shape (windows,), float64.
+    ``positions``: see :data:`Positions`; a function is called once per batch of windows."""
     offsets = torch.arange(length + 1)
     sums = []
-    if positions is not None:
-        positions = positions.to(device)
     for chunk in starts.split(batch_windows):
         window = tokens[chunk[:, None] + offsets].to(device)  # (B, L+1)
-        logits = model(window[:, :-1], positions)  # (B, L, V)
+        logits = model(window[:, :-1], _positions(positions, length, device))  # (B, L, V)
         nll = F.cross_entropy(
             logits[:, scored_from:].float().transpose(1, 2),  # (B, V, scored)
             window[:, 1 + scored_from :],
@@ -169,6 +177,11 @@ def window_nll(
         )  # (B, scored)
         sums.append(nll.double().sum(-1).cpu())
     return torch.cat(sums)
+
+
+def _positions(positions: Positions, length: int, device: torch.device) -> Tensor | None:
+    drawn = positions(length) if callable(positions) else positions
+    return None if drawn is None else drawn.to(device)
 
 
 def bits_per_char(
@@ -180,7 +193,7 @@ def bits_per_char(
     tokens_scored: int,
     segment: int,
     segment_ends: Tensor | None,
-    positions: Tensor | None = None,
+    positions: Positions = None,
     batch_tokens: int = 8192,
     device: torch.device = CPU,
 ) -> dict[str, Any]:
@@ -240,13 +253,18 @@ def evaluate_lm(
     batch_tokens: int,
     device: torch.device,
     extensions: tuple[str, ...] | None = None,
+    randomized: RandomizedPositions | None = None,
 ) -> list[dict[str, Any]]:
     """Rows (method, mode, split, multiplier, length, bits_per_char, ...) for one model.
 
     Validation text at every length in both modes; also with each context extension its
     encoding declares in the registry (``extensions``; None: looked up from the model's
     module); and the training text at L_train (mode ``all``) for the train/validation gap.
+    A model trained with ``randomized`` positions is scored with them (fresh draws per batch,
+    seeded by length and mode) and without context extensions, which rescale plain positions.
     """
+    if randomized is not None:
+        extensions = ()
     model.eval()
     lengths = [m * train_len for m in multipliers]
     ends = segment_window_ends(len(val_tokens), max(lengths), segment, segment_windows)
@@ -274,7 +292,9 @@ def evaluate_lm(
                 )
                 context = rope_base(model, base)
             with context:
-                for mode in ("all", "segment"):
+                for i, mode in enumerate(("all", "segment")):
+                    if randomized is not None:
+                        positions = randomized.sampler(POSITION_SEED + 2 * length + i)
                     result = bits_per_char(
                         model,
                         val_tokens,
@@ -295,7 +315,16 @@ def evaluate_lm(
                         }
                     )
     # The training text at L_train, scored as much as the validation text, for the gap.
-    train_result = bits_per_char(model, train_tokens, train_len, "all", segment_ends=None, **common)
+    train_positions = randomized.sampler(POSITION_SEED) if randomized is not None else None
+    train_result = bits_per_char(
+        model,
+        train_tokens,
+        train_len,
+        "all",
+        segment_ends=None,
+        positions=train_positions,
+        **common,
+    )
     rows.append(
         {
             "method": "plain",
@@ -318,9 +347,11 @@ def passkey_accuracy(
     seed: int,
     batch_size: int,
     device: torch.device,
+    positions: Positions = None,
 ) -> dict[str, Any]:
     """Exact match and per-token accuracy on ``sequences`` fresh passkey sequences of
-    ``length`` tokens (the same sequences for every model: the generator is seeded).
+    ``length`` tokens (the same sequences for every model: the generator is seeded), at
+    ``positions`` (:data:`Positions`; a function is called once per batch).
 
     A sequence is right when the argmax at every scored position (the key tokens, each given
     the true prefix) is the target, which is greedy decoding of the whole key being right.
@@ -335,7 +366,8 @@ def passkey_accuracy(
     try:
         for inputs, targets in zip(every_input.split(batch_size), every_target.split(batch_size)):
             scored = targets != IGNORE  # (B, L)
-            predicted = model(inputs.to(device)).argmax(-1).cpu()  # (B, L)
+            at = _positions(positions, length, device)
+            predicted = model(inputs.to(device), at).argmax(-1).cpu()  # (B, L)
             right = (predicted == targets) & scored
             tokens_correct += right.sum(-1).tolist()
             correct += (right == scored).all(-1).int().tolist()
@@ -369,14 +401,22 @@ def evaluate_passkey(
     seed: int,
     batch_size: int,
     device: torch.device,
+    randomized: RandomizedPositions | None = None,
 ) -> list[dict[str, Any]]:
     """Accuracy at ``multipliers`` × the longest training length N, with each length's chance
-    (a uniform guess of the key) and the bound on any predictor blind to order."""
+    (a uniform guess of the key) and the bound on any predictor blind to order. A model
+    trained with ``randomized`` positions is tested with them (drawn per batch, seeded by
+    length)."""
     model.eval()
     rows = []
     for m in multipliers:
         length = m * train_len
-        result = passkey_accuracy(model, task, length, sequences, seed + m, batch_size, device)
+        positions = None
+        if randomized is not None:
+            positions = randomized.sampler(POSITION_SEED + seed + m)
+        result = passkey_accuracy(
+            model, task, length, sequences, seed + m, batch_size, device, positions
+        )
         rows.append(
             {
                 "multiplier": m,

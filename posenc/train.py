@@ -221,10 +221,15 @@ def train(
         lr = lr_at(step, cfg)
         for group in optimizer.param_groups:
             group["lr"] = lr
-        inputs, targets = batches(generator, cfg.batch_size)
+        # A batch may carry its positions (randomized positions: posenc.data); else 0..L-1.
+        inputs, targets, *positions = batches(generator, cfg.batch_size)
         inputs, targets = inputs.to(device), targets.to(device)
         with autocast:
-            loss = loss_fn(model(inputs), targets)
+            if positions:
+                logits = model(inputs, positions[0].to(device))
+            else:
+                logits = model(inputs)
+            loss = loss_fn(logits, targets)
         value = loss.item()
         if not math.isfinite(value) or value > cfg.max_loss:
             _diverged(resume_path, f"{label}: loss {value} at step {step} (limit {cfg.max_loss})")

@@ -6,15 +6,16 @@ import importlib.util
 import subprocess
 from pathlib import Path
 
-from posenc import plugins
+from posenc import plugins, variants
 from posenc.analysis import placeholders_named
 
 # Report sections in order: the rule that writes each analysis' metrics.json and claims.json.
 SECTIONS = {}
 
 
+# An encoding wildcard is a registry name, or one with a training option (rope+randomized).
 wildcard_constraints:
-    encoding="|".join(ENCODING_META),
+    encoding=variants.name_pattern(list(ENCODING_META)),
     seed=r"\d+",
 
 

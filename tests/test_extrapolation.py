@@ -31,6 +31,7 @@ THRESHOLDS = {
     "match_margin_bits": 0.05,
     "ntk_gain_bits": 0.0,
     "passkey_min_accuracy": 0.9,
+    "randomized_gain_min": 0.0,
     "memorisation_gap_bits": 0.1,
 }
 
@@ -57,7 +58,9 @@ PASSKEY = {
     "xpos": [1.0, 0.8, 0.4],
     "kerple": [1.0, 0.9, 0.8],
     "fire": [1.0, 0.9, 0.85],
+    "rope+randomized": [1.0, 0.9, 0.7],  # a passkey model only, as the default config has it
 }
+RANDOMIZED = ("rope+randomized",)
 # The encodings of the hand-made records (the study's six; every registered one flows through
 # the aggregate the same way: see test_an_encoding_registered_from_outside_flows_through).
 ENCODINGS = tuple(e for e in REGISTRY if e in CURVES)  # in registry order, as the tables
@@ -194,14 +197,25 @@ def train_log(task, encoding, seed):
 
 
 def run(
-    curves=CURVES, smoke=False, gap=0.02, encodings=ENCODINGS, passkey=PASSKEY, thresholds=None
+    curves=CURVES,
+    smoke=False,
+    gap=0.02,
+    encodings=ENCODINGS,
+    passkey=PASSKEY,
+    thresholds=None,
+    randomized=RANDOMIZED,
 ):
-    """The measurements of hand-made records and the ledger the spec's claims make of them."""
+    """The measurements of hand-made records and the ledger the spec's claims make of them;
+    ``randomized``: passkey models with randomized positions, beside ``encodings``."""
     evals, logs = [], []
     for enc in encodings:
         for seed in (0, 1):
             evals += [lm_record(enc, seed, curves, gap), passkey_record(enc, seed, passkey)]
             logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
+    for name in randomized:
+        for seed in (0, 1):
+            evals.append(passkey_record(name, seed, passkey))
+            logs.append(train_log("passkey", name, seed))
     m = compute.aggregate(evals, logs, smoke, BASELINES, {"level": 0.95, "resamples": 400})
     cfg = {"smoke_test": smoke, "thresholds": {**THRESHOLDS, **(thresholds or {})}}
     ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
@@ -236,6 +250,7 @@ def test_every_claim_has_a_verdict_from_the_numbers():
             "xpos_degrades_less",
             "alibi_passkey_long",
             "synthetic_length_generalization",
+            "randomized_raises_passkey",
             "no_memorisation",
         }
     )
@@ -426,13 +441,15 @@ def test_tables_show_undefined_intervals_and_token_counts():
     assert len(gap_rows) == len(ENCODINGS)
     assert all(len(r[-1].split(", ")) == 2 for r in gap_rows)  # each seed's gap
     _, passkey_rows = present.table_passkey(m, ctx)
-    assert [r[0] for r in passkey_rows] == list(ENCODINGS)
+    # Each randomized model right after its encoding's plain one.
+    expected = [n for e in ENCODINGS for n in (e, f"{e}+randomized") if n in PASSKEY]
+    assert [r[0] for r in passkey_rows] == expected and "rope+randomized" in expected
     _, extension_rows = present.table_extensions(m, ctx)
     assert {r[0] for r in extension_rows} == {
         f"{e} + {x.upper()} (no fine-tuning)" for e in ENCODINGS for x in REGISTRY[e].extensions
     }
     columns, training_rows = present.table_training(m, ctx)
-    assert len(training_rows) == 4 * len(ENCODINGS) and all(
+    assert len(training_rows) == 4 * len(ENCODINGS) + 2 * len(RANDOMIZED) and all(
         len(r) == len(columns) for r in training_rows
     )
 
@@ -556,7 +573,11 @@ def test_inputs_list_every_model_of_the_config():
     config = yaml.safe_load((ROOT / "config/config.yaml").read_text())
     inputs = SPEC.inputs(config)
     xp = config["extrapolation"]
-    n = len(config["encodings"]) * (len(xp["lm"]["seeds"]) + len(xp["passkey"]["seeds"]))
+    randomized = xp["randomized_positions"]["encodings"]
+    n = sum(
+        (len(config["encodings"]) + len(randomized[task])) * len(xp[task]["seeds"])
+        for task in ("lm", "passkey")
+    )
     assert {k: len(v) for k, v in inputs.items()} == {
         "evaluations": n,
         "train_logs": n,
@@ -641,7 +662,7 @@ def test_bad_extrapolation_config_names_the_key(edit, message):
     config = default_config()
     edit(config["extrapolation"])
     analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
-    schema = workflow_schema(ROOT, analyses, list(ENCODINGS))
+    schema = workflow_schema(ROOT, analyses, list(REGISTRY))
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_config(config, schema, SPEC.checks)
 

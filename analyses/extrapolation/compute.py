@@ -30,6 +30,7 @@ from posenc.analysis import Context, Measurements
 from posenc.encodings import REGISTRY
 from posenc.io import read_json
 from posenc.stats import Bootstrap, Resampled, disagree
+from posenc.variants import split_model
 
 LN2 = math.log(2)
 # Interval settings when a caller gives none (the config's extrapolation.intervals).
@@ -42,10 +43,12 @@ def series_name(encoding: str, method: str) -> str:
     return encoding if method == "plain" else f"{encoding}+{method.upper()}"
 
 
-def _encoding_index(name: str) -> int:
-    """Registry order (built-ins, then plugins, as registered), unknown names last."""
+def _encoding_index(name: str) -> tuple[int, bool]:
+    """Registry order (built-ins, then plugins, as registered), unknown names last; a model
+    with randomized positions right after its encoding's plain one."""
+    base, randomized = split_model(name)
     names = list(REGISTRY)
-    return names.index(name) if name in names else len(names)
+    return (names.index(base) if base in names else len(names), randomized)
 
 
 def lm_table(evals: list[dict]) -> list[dict[str, Any]]:
@@ -267,9 +270,13 @@ def evidence(
     passkey_multipliers: list[int],
     chance: float | None,
     train_len: int,
+    passkey_encodings: list[str] | None = None,
 ) -> dict[str, Any]:
     """The named values the claims read, per encoding where the claims name one; each is an
-    interval (estimate and bounds), a measured number or a yes/no fact, never a verdict."""
+    interval (estimate and bounds), a measured number or a yes/no fact, never a verdict.
+    ``encodings``: the LM's models, ``passkey_encodings`` the passkey task's (default: the
+    same), randomized ones (``rope+randomized``) included."""
+    passkey_encodings = encodings if passkey_encodings is None else passkey_encodings
     longest = max(multipliers)
     ci = scores.interval
 
@@ -315,7 +322,7 @@ def evidence(
     def accuracy(e, m):
         return scores.get("passkey", e, "all", m)
 
-    at_long = {e: accuracy(e, at) for e in encodings if accuracy(e, at) is not None}
+    at_long = {e: accuracy(e, at) for e in passkey_encodings if accuracy(e, at) is not None}
     top = max((r.point for r in at_long.values()), default=None)
     best_long = [e for e, r in at_long.items() if r.point == top]
     other_accuracies = {
@@ -324,11 +331,19 @@ def evidence(
             for m in passkey_multipliers
             if m <= at and accuracy(e, m) is not None and not (m == at and e in best_long)
         }
-        for e in encodings
+        for e in passkey_encodings
     }
     passkey_accuracy = {
         e: {f"{m}N": ci(accuracy(e, m)) for m in passkey_multipliers if accuracy(e, m)}
-        for e in encodings
+        for e in passkey_encodings
+    }
+    # Randomized positions: how much they raise the accuracy at passkey_at N over the same
+    # encoding trained plainly (paired by test sequence), where both are defined.
+    randomized_gain = {
+        base: ci(at_long[e] - at_long[base])
+        for e in passkey_encodings
+        for base, randomized in [split_model(e)]
+        if randomized and e in at_long and base in at_long
     }
     # Validation minus training bits/char at L_train (mode a), paired by seed: the mean gap
     # over an encoding's models, and the largest gap of any one of them.
@@ -369,6 +384,10 @@ def evidence(
         "passkey_other_accuracies": {e: a for e, a in other_accuracies.items() if a},
         "passkey_accuracy": {e: a for e, a in passkey_accuracy.items() if a},
         "memorisation_gap": {e: ci(r) for e, r in gap.items()},
+        "randomized_gain": randomized_gain,
+        "randomized_accuracy": {
+            e: ci(at_long[e]) for e in passkey_encodings if split_model(e)[1] and e in at_long
+        },
     }
 
 
@@ -390,6 +409,7 @@ def series_of(scores: Scores, encodings: list[str], multipliers: list[int]) -> l
             "name": series_name(e, method),
             "encoding": e,
             "variant": variant,
+            "randomized": split_model(e)[1],
             "undefined_beyond_train": any(
                 ("lm", series_name(e, method), "val", "segment", m) in scores.groups
                 and scores.get("lm", series_name(e, method), "segment", m) is None
@@ -473,7 +493,8 @@ def aggregate(
     lm_rows, passkey_rows = lm_table(evals), passkey_table(evals)
     lm_evals = [e for e in evals if e["task"] == "lm"]
     passkey_evals = [e for e in evals if e["task"] == "passkey"]
-    encodings = sorted({e["encoding"] for e in evals}, key=_encoding_index)
+    encodings = sorted({e["encoding"] for e in lm_evals}, key=_encoding_index)
+    passkey_encodings = sorted({e["encoding"] for e in passkey_evals}, key=_encoding_index)
     multipliers = sorted({r["multiplier"] for r in lm_rows if r["split"] == "val"})
     passkey_multipliers = sorted({r["multiplier"] for r in passkey_rows})
     train_len = lm_evals[0]["train_len"]
@@ -512,6 +533,12 @@ def aggregate(
         "tokens": lm_evals[0]["settings"].get("tokens"),
         "checkpoint_every": lm_log["log"]["config"]["checkpoint_every"],
         "encodings": encodings,
+        "passkey_encodings": passkey_encodings,
+        # L_rand of the models trained with randomized positions (None: there are none).
+        "randomized_max_position": max(
+            (e["randomized_positions"] for e in evals if e.get("randomized_positions")),
+            default=None,
+        ),
         "series": series_of(scores, encodings, multipliers),
         "multipliers": multipliers,
         "passkey_multipliers": passkey_multipliers,
@@ -536,7 +563,9 @@ def aggregate(
         "passkey": scores.cells("passkey"),
         "gaps": memorisation_gaps(lm_rows),
     }
-    ev = evidence(scores, encodings, multipliers, passkey_multipliers, chance, train_len)
+    ev = evidence(
+        scores, encodings, multipliers, passkey_multipliers, chance, train_len, passkey_encodings
+    )
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     return Measurements(
         rows={

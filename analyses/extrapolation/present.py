@@ -7,11 +7,15 @@ from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.plotting import style
+from posenc.variants import split_model
 
 # The plain model solid with its encoding's filled marker; its first, second, ... context
 # extension dashed, dotted, ... with a hollow marker of its own (same colour as the plain one).
 LINESTYLES = ("-", "--", ":", "-.")
 EXTENSION_MARKERS = ("X", "*", "h")
+# A model trained with randomized positions: its encoding's colour and marker, hollow, on a
+# dash-dot line that no context extension uses.
+RANDOMIZED_LINESTYLE = (0, (6, 2, 1, 2))
 # The corpus reference points, in the order drawn and tabulated.
 BASELINES = ("uniform", "unigram", "bigram")
 # Passkey: each encoding's points are shifted sideways by this fraction of an octave times its
@@ -58,7 +62,7 @@ def _estimate_and_interval(
     ax.plot(
         xs,
         [p["estimate"] for _, p in points],
-        linestyle,
+        ls=linestyle,
         marker=marker,
         ms=size,
         mfc="none" if hollow else color,
@@ -77,10 +81,23 @@ def _estimate_and_interval(
     )
 
 
+def _model_look(name: str) -> dict:
+    """Colour, marker, fill and line style of one model's curve: its encoding's, solid and
+    filled; with randomized positions hollow on a dash-dot line."""
+    look, randomized = style(name), split_model(name)[1]
+    return {
+        **look,
+        "hollow": randomized,
+        "linestyle": RANDOMIZED_LINESTYLE if randomized else "-",
+    }
+
+
 def _series_look(series: dict) -> dict:
     """Colour, marker, fill and line style of one curve of the bits/char figure: the plain
     model's filled marker and solid line; an extension's own hollow marker and line style."""
     look, variant = style(series["name"]), series["variant"]
+    if variant == 0:
+        return _model_look(series["name"])
     return {
         "color": look["color"],
         "marker": look["marker"]
@@ -171,8 +188,8 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
     passkey, s = _passkey(m), m.summary
     fig, ax = plt.subplots(figsize=(6, 4))
     n_train = s["passkey_train_len"]
-    n = len(s["encodings"])
-    for i, enc in enumerate(s["encodings"]):
+    n = len(s["passkey_encodings"])
+    for i, enc in enumerate(s["passkey_encodings"]):
         shift = 2 ** (PASSKEY_DODGE_OCTAVES * (i - (n - 1) / 2))
         points = [
             (k * n_train * shift, passkey[(enc, k)])
@@ -181,8 +198,18 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
         ]
         if not points:
             continue
-        look = style(enc)
-        _estimate_and_interval(ax, points, look["color"], enc, look["marker"], "-", 6, lw=1.0)
+        look = _model_look(enc)
+        _estimate_and_interval(
+            ax,
+            points,
+            look["color"],
+            enc,
+            look["marker"],
+            look["linestyle"],
+            6,
+            hollow=True,  # hollow throughout: the dodged points overlap
+            lw=1.0,
+        )
     chance = m.evidence["passkey_chance"]
     ax.axhline(chance, color="0.5", lw=0.8, ls=":", label=f"chance ({chance:.2g})")
     ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
@@ -207,10 +234,12 @@ def figure_training_curves(m: Measurements, ctx: Context):
     fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
     for ax, task in zip(axes[0], sorted(curves)):
         for enc, points in curves[task].items():  # in registry order (compute sorted them)
+            look = _model_look(enc)
             ax.plot(
                 [x for x, _ in points],
                 [y for _, y in points],
-                color=style(enc)["color"],
+                color=look["color"],
+                ls=look["linestyle"],
                 lw=1.2,
                 label=enc,
             )
@@ -273,7 +302,7 @@ def table_passkey(m: Measurements, ctx: Context):
     ]
     rows = [
         [enc, *[cell(passkey.get((enc, k))) for k in s["passkey_multipliers"]]]
-        for enc in s["encodings"]
+        for enc in s["passkey_encodings"]
     ]
     return columns, rows
 

@@ -41,12 +41,19 @@ rule extrapolation_train:
         runtime=XP["resources"]["runtime"],
         gpu=XP["resources"]["gpu"],
     params:
+        # A model with randomized positions (<encoding>+randomized) also trains on L_rand;
+        # a plain model's settings do not name it, so changing L_rand retrains only those.
         settings=lambda w: {
             "data": XP_DATA[w.task],
             "model": XP["model"],
             "train": XP[w.task]["train"] | XP["training"],
             "encoding": config["encoding"],
-        },
+        }
+        | (
+            {"randomized_positions": L_rand}
+            if (L_rand := variants.randomized_max_position(config, w.encoding))
+            else {}
+        ),
         # Snakemake's rerun check and the cache key see the script and the params, not the
         # modules it imports: a digest of the training code makes a change there retrain.
         code=code_digest("posenc.train", "posenc.model", "posenc.encodings", "posenc.data"),

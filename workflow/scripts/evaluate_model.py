@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from posenc import plugins
-from posenc.data import PasskeyTask, load_corpus
+from posenc.data import PasskeyTask, RandomizedPositions, load_corpus
 from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY
 from posenc.evaluate import evaluate_lm, evaluate_passkey
@@ -26,6 +26,11 @@ def compute(
 ) -> dict[str, Any]:
     """The evaluation record of one model; ``meta`` is its checkpoint metadata."""
     record = {k: meta[k] for k in ("task", "encoding", "seed", "train_len")}
+    # A model trained with randomized positions is shown (and aggregated) under its own name.
+    record["encoding"] = meta.get("name", meta["encoding"])
+    max_position = meta.get("randomized_positions")
+    randomized = RandomizedPositions(max_position) if max_position else None
+    record["randomized_positions"] = max_position
     record["device"] = device_name(device)
     record["settings"] = dict(settings)
     if meta["task"] == "lm":
@@ -49,6 +54,7 @@ def compute(
             device=device,
             # Context extensions (PI, NTK) as the registry declares them for the encoding.
             extensions=REGISTRY[meta["encoding"]].extensions,
+            randomized=randomized,
         )
     elif meta["task"] == "passkey":
         data = meta["data"]
@@ -63,6 +69,7 @@ def compute(
             seed=settings["seed"],
             batch_size=settings["batch_size"],
             device=device,
+            randomized=randomized,
         )
     else:
         raise ValueError(f"unknown task {meta['task']!r}")

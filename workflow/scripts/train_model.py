@@ -13,11 +13,12 @@ from typing import Any
 import torch
 
 from posenc import plugins
-from posenc.data import PasskeyTask, lm_batches, load_corpus
+from posenc.data import PasskeyTask, RandomizedPositions, lm_batches, load_corpus
 from posenc.device import device_name, resolve_device
 from posenc.encodings import EncodingParams
 from posenc.io import write_json
 from posenc.train import TrainConfig, build_model, finish_resume, save_checkpoint, train
+from posenc.variants import split_model
 from posenc.workflow import setup
 
 TASKS = ("lm", "passkey")
@@ -73,17 +74,26 @@ def compute(
     progress=None,
     log=print,
 ) -> tuple[torch.nn.Module, dict[str, Any], dict[str, Any]]:
-    """Train one model. ``settings`` = {"data", "model", "train", "encoding"} (see the rule).
+    """Train one model. ``settings`` = {"data", "model", "train", "encoding"} (see the rule),
+    and for a model with randomized positions (``encoding`` = ``<name>+randomized``)
+    ``"randomized_positions"``: L_rand.
 
     Returns (model, checkpoint metadata, training log). The learned table gets exactly
-    L_train rows, so it has no position beyond the trained ones.
+    L_train rows, so it has no position beyond the trained ones; with randomized positions it
+    gets L_rand, the positions training draws from.
     """
     batches, vocab_size, train_len, data = make_data(task, settings)
+    base, randomized = split_model(encoding)
+    max_position = settings.get("randomized_positions") if randomized else None
+    if randomized and not max_position:
+        raise ValueError(f"model {encoding}: its settings name no randomized_positions (L_rand)")
+    if max_position:
+        batches = RandomizedPositions(max_position).batches(batches)
     known = set(EncodingParams.__dataclass_fields__) - {"d_model", "n_heads", "max_len"}
     encoding_params = {k: v for k, v in settings["encoding"].items() if k in known}
-    encoding_params["max_len"] = train_len
+    encoding_params["max_len"] = max_position or train_len
     torch.manual_seed(seed)  # the initial weights
-    model = build_model(vocab_size, settings["model"], encoding, encoding_params)
+    model = build_model(vocab_size, settings["model"], base, encoding_params)
     train_keys = set(TrainConfig.__dataclass_fields__)
     cfg = TrainConfig(**{k: v for k, v in settings["train"].items() if k in train_keys})
     label = f"{task}/{encoding}/seed{seed}"
@@ -101,7 +111,9 @@ def compute(
     )
     meta = {
         "task": task,
-        "encoding": encoding,
+        "encoding": base,  # what load_checkpoint builds
+        "name": encoding,  # the name it is shown under
+        "randomized_positions": max_position,  # L_rand, or None: positions 0..n-1
         "seed": seed,
         "vocab_size": vocab_size,
         "train_len": train_len,
@@ -112,6 +124,7 @@ def compute(
     tail = max(1, len(run_log["losses"]) // 20)  # the last 5 % of steps
     summary = {
         **meta,
+        "encoding": encoding,  # the aggregate groups by the shown name
         "device": device_name(device),
         "n_params": sum(p.numel() for p in model.parameters()),
         "final_train_loss_nats": sum(run_log["losses"][-tail:]) / tail,
