@@ -84,6 +84,9 @@ class AnalysisSpec:
     # n_heads)}, ``where`` naming the config keys that set it ("complexity.head_dim = 16"). The
     # encodings' own checks (``EncodingSpec.checks``) run at each before any job.
     encoding_shapes: Callable[[dict], dict[str, tuple[int, int]]] | None = None
+    # The encodings it measures, from the whole config; None: every configured one. (The
+    # extension analysis stretches only the RoPE-family encodings it is configured for.)
+    encodings_of: Callable[[dict], list[str]] | None = None
 
     def __post_init__(self):
         ids = [c.id for c in self.claims]
@@ -101,12 +104,16 @@ class AnalysisSpec:
 class Measurements:
     """What a compute returns. ``rows``: tidy tables by name (each written as a CSV);
     ``evidence``: the named values claims read; ``summary``: other measured values the section
-    and the captions show; ``timing``: wall times, kept out of the deterministic files."""
+    and the captions show; ``timing``: wall times, kept out of the deterministic files;
+    ``exports``: see below."""
 
     rows: dict[str, list[dict]] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
     summary: dict[str, Any] = field(default_factory=dict)
     timing: dict[str, Any] = field(default_factory=dict)
+    # Data others may check against their own code, each written at metrics.json's top level
+    # under its name (a contract: e.g. the extension analysis' "frequencies").
+    exports: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

@@ -18,6 +18,7 @@ Positions and angles are computed in float32 or wider whatever the model dtype
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -284,11 +285,19 @@ class QKEncoding(PositionalEncoding):
 
     def workload(self, positions, batch, causal):
         p, length = self.params, positions.shape[0]
-        g = torch.Generator(device=positions.device).manual_seed(0)
-        shape = (batch, p.n_heads, length, p.head_dim)  # (B, H, L, Dh)
-        q = torch.randn(shape, generator=g, device=positions.device)
-        k = torch.randn(shape, generator=g, device=positions.device)
+        q, k = _random_qk((batch, p.n_heads, length, p.head_dim), positions.device)
         return lambda: self.rotate(q, k, positions, positions)
+
+
+@functools.lru_cache(maxsize=1)
+def _random_qk(shape: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor]:
+    """Seeded uniform queries and keys of ``shape`` (B, H, L, Dh) for :meth:`workload`. Kept
+    for the next call: every rotary encoding timed at one width and length rotates the same
+    ones, and drawing a GiB of them took longer than rotating it (the rotation's cost does not
+    depend on the values)."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.empty(shape, device=device).uniform_(-1.0, 1.0, generator=g)
+    return q, torch.empty(shape, device=device).uniform_(-1.0, 1.0, generator=g)
 
 
 class BiasEncoding(PositionalEncoding):
@@ -380,9 +389,30 @@ class Rotary(QKEncoding):
         super().__init__(params)
         _check_even(params.head_dim, "rope head dimension")
         self.base = params.rope_base  # the extrapolation analysis rescales it (NTK-aware)
+        # A context extension (posenc.rope_scaling) while set: (inverse frequencies of the
+        # rotated pairs, float64; attention factor on cos and sin) in place of base^(-2i/w).
+        self.scaling: tuple[Tensor, float] | None = None
 
     def frequencies(self) -> Tensor:
         return inverse_frequencies(self.params.head_dim, self.base)
+
+    @property
+    def rotated_width(self) -> int:
+        """The dimensions of each head that turn (a context extension rescales their pairs)."""
+        return self.params.head_dim
+
+    def _cos_sin(self, positions: Tensor, width: int, dtype: torch.dtype):
+        if self.scaling is None:
+            return rope_cos_sin(positions, width, self.base, dtype)
+        inv_freq, factor = self.scaling
+        if inv_freq.shape != (width // 2,):
+            raise ValueError(
+                f"a context extension of {tuple(inv_freq.shape)} frequencies for a rotated "
+                f"width of {width} ({width // 2} pairs)"
+            )
+        # As angles(): frequencies in float64, cast once, one rounding of the product.
+        theta = positions.to(dtype)[:, None] * inv_freq.to(device=positions.device, dtype=dtype)
+        return theta.cos() * factor, theta.sin() * factor
 
     def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
         """(cos p*theta_0, ..., cos p*theta_{Dh/2-1}, sin p*theta_0, ...): the cos/sin table."""
@@ -394,8 +424,8 @@ class Rotary(QKEncoding):
         positions computed once. Each (L, width/2)."""
         p = self.params
         width = width or p.head_dim
-        at_q = rope_cos_sin(q_pos, width, self.base, p.angle_dtype)
-        at_k = at_q if k_pos is q_pos else rope_cos_sin(k_pos, width, self.base, p.angle_dtype)
+        at_q = self._cos_sin(q_pos, width, p.angle_dtype)
+        at_k = at_q if k_pos is q_pos else self._cos_sin(k_pos, width, p.angle_dtype)
         return at_q, at_k
 
     def rotate(self, q, k, q_pos, k_pos):
@@ -610,6 +640,10 @@ class PartialRotary(Rotary):
 
     def frequencies(self) -> Tensor:
         return inverse_frequencies(self.width, self.base)
+
+    @property
+    def rotated_width(self) -> int:
+        return self.width
 
     def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
         """The rotated part's cos/sin table, (cos p*omega_0, ..., sin p*omega_0, ...)."""
@@ -976,6 +1010,9 @@ class EncodingSpec:
             "marker": self.marker,
             "extensions": list(self.extensions),
             "checks": len(self.checks),  # the workflow asks the registry only if there are any
+            # RoPE-family: the module turns query/key pairs by frequencies a context extension
+            # can rescale (Rotary's scaling hook).
+            "rotary": isinstance(self.module, type) and issubclass(self.module, Rotary),
         }
 
 

@@ -137,6 +137,7 @@ class _State:
     step: int = 0
     losses: list[float] = field(default_factory=list)
     lrs: list[float] = field(default_factory=list)
+    snapshots: dict[int, dict] = field(default_factory=dict)  # step -> weights (CPU)
 
 
 def _save_resume(path: Path, fingerprint: str, state: _State, model, optimizer, generator):
@@ -145,6 +146,7 @@ def _save_resume(path: Path, fingerprint: str, state: _State, model, optimizer, 
         "step": state.step,
         "losses": state.losses,
         "lrs": state.lrs,
+        "snapshots": state.snapshots,
         "model": model.state_dict(),
         "optimizer": optimizer.state_dict(),
         "data_rng": generator.get_state(),
@@ -177,12 +179,16 @@ def train(
     fingerprint: str = "",
     progress: TextIO | None = None,
     log=print,
+    snapshot_steps: tuple[int, ...] = (),
 ) -> dict[str, Any]:
     """Train ``model`` in place on ``batches`` and return the run's log.
 
     ``seed`` seeds the data generator (and dropout); seed the model's initialisation before
     building it. ``label`` names the run in errors (e.g. "lm/rope/seed0"). The log holds the loss
     and learning rate at every step, tokens/s, wall time, device and peak memory.
+    ``snapshot_steps``: steps after which the weights are kept (on the CPU, and in the resume
+    checkpoint, so a resumed run still has the earlier ones); the log's ``snapshots`` maps each
+    to its state dict, for the caller to take out.
     """
     model.to(device)
     model.train()
@@ -200,7 +206,12 @@ def train(
         torch.set_rng_state(resumed["torch_rng"].cpu())
         if resumed["cuda_rng"] and torch.cuda.is_available():
             torch.cuda.set_rng_state_all([s.cpu() for s in resumed["cuda_rng"]])
-        state = _State(resumed["step"], list(resumed["losses"]), list(resumed["lrs"]))
+        state = _State(
+            resumed["step"],
+            list(resumed["losses"]),
+            list(resumed["lrs"]),
+            dict(resumed.get("snapshots", {})),
+        )
         log(f"{label}: resumed from step {state.step} ({resume_path})")
 
     use_bf16 = cfg.bf16 and device.type == "cuda"
@@ -243,6 +254,10 @@ def train(
         state.step = step + 1
         state.losses.append(value)
         state.lrs.append(lr)
+        if state.step in snapshot_steps:
+            state.snapshots[state.step] = {
+                k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()
+            }
         bar.set_postfix(loss=f"{value:.3f}", refresh=False)
         bar.update(1)
         every = cfg.checkpoint_every
@@ -268,6 +283,7 @@ def train(
         "peak_memory_kind": peak_kind,
         "threads": torch.get_num_threads(),
         "bf16": use_bf16,
+        "snapshots": state.snapshots,
     }
 
 

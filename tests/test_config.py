@@ -190,10 +190,12 @@ def with_encoding_checks(cache):
 
 
 def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
-    # Partial RoPE's default quarter of the test config's 4-wide complexity heads is one
-    # dimension: refused before any job, naming the encoding's key and the keys of the width.
+    # Partial RoPE's default quarter of 4-wide complexity heads is one dimension: refused
+    # before any job, naming the encoding's key and the keys of the width.
     config = merged(load("test.yaml"))
     config["encodings"] = ["rope", "rope_partial"]
+    config["complexity"]["head_dim"] = 4
+    config["extrapolation"]["randomized_positions"]["encodings"] = {"lm": [], "passkey": []}
     with pytest.raises(ConfigError) as err:
         validate_config(config, schema(), with_encoding_checks(tmp_path))
     message = str(err.value)
@@ -204,7 +206,7 @@ def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
     validate_config(config, schema(), with_encoding_checks(tmp_path))
     # The default study's heads (16 wide and up) take the quarter.
     validate_config(
-        merged({"encodings": ["rope_partial"]}), schema(), with_encoding_checks(tmp_path)
+        merged({"encodings": ["rope", "rope_partial"]}), schema(), with_encoding_checks(tmp_path)
     )
 
 
@@ -220,7 +222,9 @@ def test_encoding_checks_start_no_subprocess_unless_asked_and_are_cached(tmp_pat
 
     monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
     # No configured encoding declares a check: nothing to ask the registry (no torch).
-    validate_config(merged({}), schema(), with_encoding_checks(cache))
+    validate_config(
+        merged({"encodings": ["none", "rope", "alibi"]}), schema(), with_encoding_checks(cache)
+    )
     monkeypatch.setattr(registry.subprocess, "run", real_run)
     bad = merged({"encodings": ["rope_partial"], "encoding": {"rope_partial_fraction": 0.1}})
     with pytest.raises(ConfigError, match="rope_partial_fraction = 0.1"):

@@ -47,7 +47,7 @@ def test_every_claim_passes_or_is_declared_untestable(test_run):
         for section, cfg in config.items()
         if isinstance(cfg, dict) and cfg.get("smoke_test")
     }
-    assert smoke == {"extrapolation", "complexity"}
+    assert smoke == {"extrapolation", "complexity", "extension"}
     for cid, c in ledger(test_run).items():
         allowed = {"pass", "n/a"} if cid.split(".")[0] in smoke else {"pass"}
         assert c["verdict"] in allowed, (cid, c["verdict"], c["measured"])

@@ -94,6 +94,7 @@ def main(snakemake) -> None:
             "device": device_name(device),
             "evidence": m.evidence,
             "summary": m.summary,
+            **m.exports,
             **entries["metrics"],
         },
     )

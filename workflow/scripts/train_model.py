@@ -121,6 +121,7 @@ def compute(
         "encoding_params": encoding_params,
         "data": data,
     }
+    run_log.pop("snapshots")  # none asked for
     tail = max(1, len(run_log["losses"]) // 20)  # the last 5 % of steps
     summary = {
         **meta,

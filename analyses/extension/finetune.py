@@ -1,0 +1,72 @@
+"""Fine-tune one trained RoPE-family LM with one context-extension method at one scale
+(``stages.finetune``); this script only unpacks ``snakemake`` and writes the outputs."""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import torch
+
+from posenc import plugins
+from posenc.device import device_name, resolve_device
+from posenc.io import atomic_path, write_json
+from posenc.train import finish_resume, load_checkpoint
+from posenc.workflow import setup
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import stages  # noqa: E402 -- this folder's stages, beside the script
+
+# Keys of the training log that describe the run rather than the model.
+RUN_RECORD = (
+    "resumed_from_step",
+    "tokens_trained_here",
+    "wall_s",
+    "tokens_per_s",
+    "peak_memory_mb",
+    "peak_memory_kind",
+    "threads",
+)
+
+
+def main(snakemake):
+    w, p = snakemake.wildcards, snakemake.params
+    plugins.load(snakemake.config.get("plugins", []), Path(snakemake.scriptdir).parents[1])
+    label = f"extension/{w.encoding}/{w.method}/s{w.scale}/seed{w.seed}"
+    log = setup(snakemake, label.replace("/", "."))
+    device = resolve_device(p.device)
+    model, meta = load_checkpoint(snakemake.input.model, device)
+    blob = json.dumps([label, p.settings, device.type], sort_keys=True, default=str)
+    snapshots, run_log = stages.finetune(
+        model,
+        meta,
+        p.settings,
+        seed=int(w.seed),
+        device=device,
+        label=label,
+        resume_path=p.resume,
+        fingerprint=hashlib.sha256(blob.encode()).hexdigest(),
+        log=log.info,
+    )
+    run = {key: run_log.pop(key) for key in RUN_RECORD}
+    with atomic_path(snakemake.output.snapshots) as tmp:
+        torch.save({"snapshots": snapshots, "finetune": p.settings}, tmp)
+    summary = {
+        "encoding": w.encoding,
+        "method": w.method,
+        "scale": int(w.scale),
+        "seed": int(w.seed),
+        "train_len": meta["train_len"],
+        "device": device_name(device),
+        "log": run_log,
+    }
+    write_json(snakemake.output.train_log, summary)
+    write_json(snakemake.output.timing, {"label": label, **run})
+    finish_resume(p.resume)
+    log.info(
+        "%s: %.0f tokens/s, final loss %.4f nats", label, run["tokens_per_s"], run_log["losses"][-1]
+    )
+
+
+if "snakemake" in globals():
+    main(snakemake)  # noqa: F821 -- injected by Snakemake's script: directive

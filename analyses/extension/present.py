@@ -1,0 +1,237 @@
+"""Context-extension figures and tables: one function per figure and per table of the spec.
+The methods share RoPE's colour family by taking fixed, distinct colours and markers here, the
+one place that names them; the plain model is RoPE's own look (posenc.plotting.style)."""
+
+from typing import Any
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import style
+
+# One look per method: colour-blind-safe colours, distinct markers and line styles.
+LOOKS = {
+    "pi": ("tab:orange", "s", "--"),
+    "ntk": ("tab:purple", "^", ":"),
+    "dynamic": ("tab:brown", "v", (0, (3, 1, 1, 1))),
+    "yarn": ("tab:red", "D", "-."),
+    "llama3": ("tab:olive", "P", (0, (5, 2))),
+}
+
+
+def _look(method: str, encoding: str) -> tuple[str, str, Any]:
+    if method == "plain":
+        look = style(encoding)
+        return look["color"], look["marker"], "-"
+    return LOOKS.get(method, ("tab:gray", "x", "--"))
+
+
+def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
+    if not entry or entry.get("estimate") is None:
+        return "undefined"
+    text = f"{entry['estimate']:.{digits}f}"
+    if entry["low"] != entry["high"]:
+        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
+    return text
+
+
+def _band(ax, xs, cells, color, marker, ls, label):
+    ax.plot(
+        xs,
+        [c["estimate"] for c in cells],
+        ls=ls,
+        marker=marker,
+        color=color,
+        lw=1.4,
+        ms=5,
+        label=label,
+    )
+    ax.fill_between(
+        xs, [c["low"] for c in cells], [c["high"] for c in cells], color=color, alpha=0.15, lw=0
+    )
+
+
+def figure_zero_shot(m: Measurements, ctx: Context):
+    """Bits/char against length, each method at s = L / L_train, no fine-tuning."""
+    import matplotlib.pyplot as plt
+
+    s = m.summary
+    encodings = s["encodings"]
+    fig, axes = plt.subplots(1, len(encodings), figsize=(6.5 * len(encodings), 4.2), squeeze=False)
+    for ax, e in zip(axes[0], encodings):
+        for method in ["plain", *s["methods"]]:
+            cells = [
+                c
+                for c in s["zero_shot"]
+                if c["encoding"] == e
+                and c["method"] == method
+                and c["mode"] == "segment"
+                and c.get("estimate") is not None
+            ]
+            if not cells:
+                continue
+            xs = [c["multiplier"] * s["train_len"] for c in cells]
+            color, marker, ls = _look(method, e)
+            _band(ax, xs, cells, color, marker, ls, f"{e}" if method == "plain" else method)
+        ax.axvline(s["train_len"], color="0.6", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([k * s["train_len"] for k in s["multipliers"]])
+        ax.set_xticklabels([str(k * s["train_len"]) for k in s["multipliers"]])
+        ax.set_xlabel("evaluation length L (tokens)")
+        ax.set_ylabel("validation bits/char (mode b)")
+        ax.set_title(f"{e}: zero-shot, s = L / L_train", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def figure_finetune(m: Measurements, ctx: Context):
+    """Bits/char at s x L_train against fine-tuning steps, one panel per (encoding, scale)."""
+    import matplotlib.pyplot as plt
+
+    s = m.summary
+    panels = [(e, x) for e in s["encodings"] for x in s["scales"]]
+    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
+    plain = {
+        c["encoding"]: c
+        for c in s["zero_shot"]
+        if c["method"] == "plain" and c["multiplier"] == 1 and c["mode"] == "segment"
+    }
+    for ax, (e, scale) in zip(axes[0], panels):
+        for method in s["methods"]:
+            cells = [
+                c
+                for c in s["finetune"]
+                if c["encoding"] == e
+                and c["method"] == method
+                and c["scale"] == scale
+                and c["multiplier"] == scale
+                and c.get("estimate") is not None
+            ]
+            if cells:
+                color, marker, ls = _look(method, e)
+                _band(ax, [c["step"] for c in cells], cells, color, marker, ls, method)
+        if plain.get(e, {}).get("estimate") is not None:
+            ax.axhline(
+                plain[e]["estimate"],
+                color="0.5",
+                lw=0.9,
+                ls="--",
+                label=f"{e} at L_train, no scaling",
+            )
+        ax.set_xlabel("fine-tuning steps")
+        ax.set_ylabel(f"bits/char at {scale} x L_train (mode b)")
+        ax.set_title(f"{e}, s = {scale} (L = {scale * s['train_len']})", fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def table_zero_shot(m: Measurements, ctx: Context):
+    s = m.summary
+    columns = ["encoding", "method", *[f"{k}x ({k * s['train_len']})" for k in s["multipliers"]]]
+    index = {
+        (c["encoding"], c["method"], c["multiplier"]): c
+        for c in s["zero_shot"]
+        if c["mode"] == "segment"
+    }
+    rows = [
+        [e, method, *[cell(index.get((e, method, k))) for k in s["multipliers"]]]
+        for e in s["encodings"]
+        for method in ["plain", *s["methods"]]
+    ]
+    return columns, rows
+
+
+def table_finetune(m: Measurements, ctx: Context):
+    s = m.summary
+    multipliers = s["finetune_multipliers"]
+    columns = ["encoding", "method", "s", "step", *[f"{k}x" for k in multipliers]]
+    index = {
+        (c["encoding"], c["method"], c["scale"], c["step"], c["multiplier"]): c
+        for c in s["finetune"]
+    }
+    rows = [
+        [
+            e,
+            method,
+            scale,
+            step,
+            *[
+                cell(index.get((e, method, scale, step, k))) if k >= scale else "—"
+                for k in multipliers
+            ],
+        ]
+        for e in s["encodings"]
+        for method in s["methods"]
+        for scale in s["scales"]
+        for step in s["steps"]
+    ]
+    return columns, rows
+
+
+def table_frequencies(m: Measurements, ctx: Context):
+    columns = ["method", "s", "smallest ratio", "largest ratio", "attention factor"]
+    scales = set(m.summary["scales"])
+    rows = [
+        [
+            r["method"],
+            r["scale"],
+            f"{r['min_ratio']:.4g}",
+            f"{r['max_ratio']:.4g}",
+            f"{r['attention_factor']:.4f}",
+        ]
+        for r in m.rows["frequencies"]
+        if r["scale"] in scales
+    ]
+    return columns, rows
+
+
+def table_yarn_rounding(m: Measurements, ctx: Context):
+    columns = [
+        "s",
+        "code vs paper: largest relative difference",
+        "at pair",
+        "pairs that differ",
+        "rounding alone",
+    ]
+    rows = [
+        [
+            r["scale"],
+            f"{r['max_relative_difference']:.3g}",
+            r["pair"],
+            f"{r['pairs_differing']} of {r['pairs']}",
+            f"{r['rounding_only']:.3g}",
+        ]
+        for r in m.summary["yarn_rounding"]
+    ]
+    return columns, rows
+
+
+def table_training(m: Measurements, ctx: Context):
+    columns = [
+        "encoding",
+        "method",
+        "s",
+        "seed",
+        "device",
+        "steps",
+        "final loss (bits)",
+        "tokens/s",
+        "wall (s)",
+    ]
+    rows = [
+        [
+            t["encoding"],
+            t["method"],
+            t["scale"],
+            t["seed"],
+            t["device"],
+            t["steps"],
+            f"{t['final_loss_bits']:.3f}",
+            f"{t['tokens_per_s']:,.0f}" if t.get("tokens_per_s") else "—",
+            f"{t['wall_s']:.1f}" if t.get("wall_s") else "—",
+        ]
+        for t in m.rows["training"]
+    ]
+    return columns, rows

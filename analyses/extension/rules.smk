@@ -1,0 +1,111 @@
+# Stretching the extrapolation section's trained RoPE-family LMs. Two stages before the
+# aggregate (rules/analyses.smk): a short fine-tune per (encoding, method, scale, seed), its own
+# cached and resumable output, and evaluations, which read models and never train: changing an
+# evaluation setting re-evaluates only, changing a fine-tune setting fine-tunes only.
+EXT = config["extension"]
+EXT_LM = config["extrapolation"]["lm"]
+EXT_RESOURCES = config["extrapolation"]["resources"]
+EXT_BASE_MODEL = "results/extrapolation/models/lm/{encoding}/seed{seed}/model.pt"
+EXT_FINETUNE = "results/extension/finetune/{encoding}/{method}/s{scale}/seed{seed}"
+
+
+wildcard_constraints:
+    method="|".join(EXT["methods"]),
+    scale=r"\d+",
+
+
+rule extension_finetune:
+    input:
+        model=EXT_BASE_MODEL,
+    output:
+        snapshots=f"{EXT_FINETUNE}/snapshots.pt",
+        train_log=f"{EXT_FINETUNE}/train_log.json",  # what was computed: deterministic
+        timing=f"{EXT_FINETUNE}/timing.json",  # how the run went
+    log:
+        log_path(f"extension/finetune/{{encoding}}/{{method}}/s{{scale}}/seed{{seed}}"),
+    cache: True
+    threads: EXT_RESOURCES["threads"]
+    resources:
+        mem_mb=EXT_RESOURCES["mem_mb"],
+        runtime=EXT_RESOURCES["runtime"],
+        gpu=EXT_RESOURCES["gpu"],
+    params:
+        # What a fine-tune reads: the method's parameters, the optimiser and the data; the
+        # base model is the input file, so retraining it fine-tunes again.
+        settings=lambda w: {
+            "method": w.method,
+            "scale": int(w.scale),
+            "params": EXT["params"].get(w.method, {}),
+            "train": EXT["finetune"]["train"] | config["extrapolation"]["training"],
+            "snapshots": EXT["finetune"]["snapshots"],
+        },
+        code=code_digest(
+            "posenc.train",
+            "posenc.model",
+            "posenc.encodings",
+            "posenc.data",
+            "posenc.rope_scaling",
+            files=[Path(workflow.basedir, "analyses", "extension", "stages.py")],
+        ),
+        device=config["device"],
+        # Not an output (Snakemake deletes a failed job's outputs); removed once written.
+        resume=lambda w: (
+            f"results/extension/resume/{w.encoding}/{w.method}/s{w.scale}/seed{w.seed}.pt"
+        ),
+    script:
+        "finetune.py"
+
+
+# The evaluation settings every extension evaluation shares: the LM's windows and tokens, and
+# the longest length any of them scores (the segment windows end at the same places in all).
+EXT_EVAL = EXT_LM["eval"] | {
+    "zero_shot_multipliers": EXT["zero_shot"]["multipliers"],
+    "finetune_multipliers": EXT["finetune"]["eval_multipliers"],
+    "longest": max(EXT["zero_shot"]["multipliers"] + EXT["finetune"]["eval_multipliers"]),
+}
+
+
+rule extension_zero_shot:
+    input:
+        model=EXT_BASE_MODEL,
+    output:
+        evaluation="results/extension/eval/zero_shot/{encoding}/seed{seed}.json",
+    log:
+        log_path("extension/zero_shot/{encoding}/seed{seed}"),
+    benchmark:
+        bench_path("extension/zero_shot/{encoding}/seed{seed}")
+    threads: EXT_RESOURCES["threads"]
+    resources:
+        mem_mb=EXT_RESOURCES["mem_mb"],
+        runtime=EXT_RESOURCES["runtime"],
+    params:
+        settings=EXT_EVAL
+        | {
+            "methods": EXT["methods"],
+            "params": EXT["params"],
+            "finetune_scales": EXT["finetune"]["scales"],
+        },
+        device=config["device"],
+    script:
+        "evaluate.py"
+
+
+rule extension_evaluate:
+    input:
+        model=EXT_BASE_MODEL,
+        snapshots=f"{EXT_FINETUNE}/snapshots.pt",
+    output:
+        evaluation="results/extension/eval/finetune/{encoding}/{method}/s{scale}/seed{seed}.json",
+    log:
+        log_path("extension/evaluate/{encoding}/{method}/s{scale}/seed{seed}"),
+    benchmark:
+        bench_path("extension/evaluate/{encoding}/{method}/s{scale}/seed{seed}")
+    threads: EXT_RESOURCES["threads"]
+    resources:
+        mem_mb=EXT_RESOURCES["mem_mb"],
+        runtime=EXT_RESOURCES["runtime"],
+    params:
+        settings=EXT_EVAL,
+        device=config["device"],
+    script:
+        "evaluate.py"

@@ -1,0 +1,339 @@
+"""The extension analysis: RoPE's scaling hook, the fine-tune stage (resumable to the bit), the
+aggregate's claims on hand-made records, and the config's errors."""
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from analyses.extension import compute, stages
+from analyses.extension.spec import SPEC, check_config, check_registry
+from posenc.claims import evaluate
+from posenc.data import load_corpus
+from posenc.rope_scaling import scaled_rope
+from posenc.train import build_model
+
+ROOT = Path(__file__).resolve().parents[1]
+CPU = torch.device("cpu")
+TEXT = "".join(chr(97 + (i * 7 + i // 13) % 17) for i in range(6000))  # 17 letters, varied
+
+
+def tiny(encoding="rope", seed=0):
+    torch.manual_seed(seed)
+    return build_model(32, {"d_model": 16, "n_heads": 2, "n_layers": 1}, encoding, {"max_len": 64})
+
+
+def test_plain_frequencies_through_the_hook_change_nothing_and_the_factor_scales_scores():
+    model = tiny().eval()
+    tokens = torch.randint(0, 32, (2, 24))
+    with torch.no_grad():
+        plain = model(tokens)
+        same = scaled_rope("pi", 8, 10000.0, 1, 16)  # s = 1: plain RoPE
+        with stages.rescaled(model, same):
+            torch.testing.assert_close(model(tokens), plain, atol=1e-6, rtol=0)
+        # PI at s = 2 is plain RoPE at positions p / 2: the hook and the positions agree.
+        with stages.rescaled(model, scaled_rope("pi", 8, 10000.0, 2, 16)):
+            via_hook = model(tokens)
+        halved = model(tokens, torch.arange(24, dtype=torch.float32) / 2)
+        torch.testing.assert_close(via_hook, halved, atol=1e-5, rtol=0)
+    # The attention factor multiplies cos and sin: every rotated q and k by it, q.k by its square.
+    rotary = stages.rotary(model)
+    q, k = torch.randn(1, 2, 5, 8), torch.randn(1, 2, 5, 8)
+    positions = torch.arange(5)
+    q0, k0 = rotary.rotate(q, k, positions, positions)
+    rotary.scaling = (torch.tensor(scaled_rope("pi", 8, 10000.0, 1, 16).inv_freq), 1.5)
+    q1, k1 = rotary.rotate(q, k, positions, positions)
+    rotary.scaling = None
+    torch.testing.assert_close(q1 @ k1.transpose(-1, -2), 2.25 * (q0 @ k0.transpose(-1, -2)))
+    with pytest.raises(ValueError, match="not RoPE-family"):
+        stages.rotary(tiny("alibi"))
+
+
+def corpus_meta(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text(TEXT)
+    corpus = load_corpus(str(path), 0.1, 500)
+    data = {"corpus": str(path), "val_fraction": 0.1, "split_block": 500, "sha256": corpus.sha256}
+    return {"train_len": 16, "data": data}, corpus.vocab_size
+
+
+FINETUNE = {
+    "method": "yarn",
+    "scale": 2,
+    "params": {"beta_fast": 32, "beta_slow": 1},
+    "train": {
+        "steps": 12,
+        "batch_size": 2,
+        "lr": 1e-3,
+        "warmup_steps": 2,
+        "checkpoint_every": 3,
+        "progress_interval_s": 1e9,
+    },
+    "snapshots": [4, 8, 12],
+}
+
+
+def run_finetune(tmp_path, resume=None, delay=0.0):
+    meta, vocab = corpus_meta(tmp_path)
+    torch.manual_seed(0)
+    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    if delay:  # slow every batch down, so that a kill lands mid-run
+        original = stages.lm_batches
+
+        def slow(tokens, length):
+            batches = original(tokens, length)
+
+            def batch(generator, size):
+                time.sleep(delay)
+                return batches(generator, size)
+
+            return batch
+
+        stages.lm_batches = slow
+    torch.set_num_threads(1)
+    return stages.finetune(
+        model,
+        meta,
+        FINETUNE,
+        seed=0,
+        device=CPU,
+        label="ft",
+        resume_path=resume,
+        fingerprint="ft",
+        progress=io.StringIO(),
+        log=lambda *a: None,
+    )
+
+
+def test_a_killed_finetune_resumes_to_the_same_snapshots(tmp_path):
+    resume = tmp_path / "resume.pt"
+    child = (
+        f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); "
+        f"sys.path.insert(0, {str(ROOT)!r}); from pathlib import Path; "
+        "from test_extension import run_finetune; "
+        f"run_finetune(Path({str(tmp_path)!r}), {str(resume)!r}, delay=0.05)"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", child], cwd=ROOT)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and proc.poll() is None:
+        if resume.exists() and torch.load(resume, weights_only=True)["step"] >= 6:
+            break  # past the first snapshot: the resumed run must keep it
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGKILL)
+    assert proc.wait() == -signal.SIGKILL, "the fine-tune ended before it could be killed"
+    resumed, log = run_finetune(tmp_path, resume)
+    reference, _ = run_finetune(tmp_path)
+    assert 6 <= log["resumed_from_step"] < 12
+    assert sorted(resumed) == [4, 8, 12]
+    for step in reference:
+        for name, weights in reference[step].items():
+            assert torch.equal(resumed[step][name], weights), (step, name)
+    assert not any(k.startswith("model.") for k in reference[4])  # the LM's own keys
+
+
+def record_rows(bits_by_key):
+    """Zero-shot rows from {(method, scale, multiplier): bits}, four windows each."""
+    rows = []
+    for (method, scale, m), bits in bits_by_key.items():
+        for mode in ("all", "segment"):
+            rows.append(
+                {
+                    "method": method,
+                    "scale": scale,
+                    "mode": mode,
+                    "multiplier": m,
+                    "length": 128 * m,
+                    "window_bits": [bits + d for d in (-0.01, 0.0, 0.01, 0.0)],
+                    "defined": True,
+                }
+            )
+    return rows
+
+
+CFG = yaml.safe_load((ROOT / "config/config.yaml").read_text())["extension"]
+
+
+def hand_made(yarn_zero_shot=2.3, pi_after=2.02, yarn_first=2.2, pi_first=2.4):
+    zs, tuned, logs, timings = [], [], [], {}
+    model = {"rotated_width": 16, "base": 10000.0, "train_len": 128}
+    for seed in (0, 1):
+        bits = {("plain", 1, m): 2.0 + 0.2 * (m - 1) for m in CFG["zero_shot"]["multipliers"]}
+        for method in CFG["methods"]:
+            for m in CFG["zero_shot"]["multipliers"]:
+                value = 2.0 if m == 1 else 2.6
+                if method == "yarn" and m > 1:
+                    value = yarn_zero_shot
+                bits[(method, m, m)] = value
+        bits.update({("dynamic", s, 1): 2.0 for s in CFG["finetune"]["scales"]})
+        zs.append(
+            {
+                "encoding": "rope",
+                "seed": seed,
+                "model": model,
+                "device": "cpu",
+                "rows": record_rows(bits),
+            }
+        )
+        for method in CFG["methods"]:
+            for s in CFG["finetune"]["scales"]:
+                rows = []
+                for step in [0, *CFG["finetune"]["snapshots"]]:
+                    value = {0: 2.6, 50: 2.3, 100: 2.1, 200: pi_after}[step]
+                    if method == "yarn":
+                        value = {0: yarn_zero_shot, 50: yarn_first}.get(step, value)
+                    if method == "pi" and step == 50:
+                        value = pi_first
+                    for m in CFG["finetune"]["eval_multipliers"]:
+                        if m >= s:
+                            rows.append(
+                                {
+                                    "step": step,
+                                    "multiplier": m,
+                                    "length": 128 * m,
+                                    "window_bits": [value] * 4,
+                                    "defined": True,
+                                }
+                            )
+                tuned.append(
+                    {
+                        "encoding": "rope",
+                        "seed": seed,
+                        "method": method,
+                        "scale": s,
+                        "device": "cpu",
+                        "rows": rows,
+                    }
+                )
+                log = {
+                    "encoding": "rope",
+                    "method": method,
+                    "scale": s,
+                    "seed": seed,
+                    "device": "cpu",
+                    "log": {"losses": [2.0, 1.5]},
+                }
+                logs.append(log)
+                timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
+    m = compute.aggregate(zs, tuned, logs, timings, CFG, {"level": 0.95, "resamples": 200})
+    ledger = evaluate(SPEC.claims, m.evidence, CFG, SPEC.id)
+    return m, {c["id"].split(".", 1)[1]: c for c in ledger}
+
+
+def test_claims_pass_and_fail_from_the_numbers():
+    m, claims = hand_made()
+    assert {k: c["verdict"] for k, c in claims.items()} == {
+        "scale_one_is_plain": "pass",
+        "dynamic_plain_within_train": "pass",
+        "pi_recovers_with_finetuning": "pass",
+        "yarn_zero_shot_beats_pi_and_ntk": "pass",
+        "yarn_finetunes_faster": "pass",
+    }, {k: c["measured"] for k, c in claims.items()}
+    # The contract rows: one per method and scale, every field named.
+    rows = m.exports["frequencies"]
+    assert {(r["method"], r["scale"]) for r in rows} >= {("yarn", 2), ("llama3", 16), ("pi", 1)}
+    assert set(rows[0]) >= {
+        "method",
+        "scale",
+        "head_dim",
+        "base",
+        "original_length",
+        "params",
+        "inv_freq",
+        "attention_factor",
+    }
+    assert all(len(r["inv_freq"]) == 8 for r in rows)
+    _, claims = hand_made(yarn_zero_shot=2.7, pi_after=2.3, yarn_first=2.5)
+    assert claims["yarn_zero_shot_beats_pi_and_ntk"]["verdict"] == "fail"
+    assert claims["pi_recovers_with_finetuning"]["verdict"] == "fail"  # 0.3 above plain
+    assert claims["yarn_finetunes_faster"]["verdict"] == "fail"
+
+
+def default_config():
+    return yaml.safe_load((ROOT / "config/config.yaml").read_text())
+
+
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (lambda x: x.update(methods=["pi", "rope_magic"]), "extension.methods"),
+        (lambda x: x["finetune"].update(scales=[3]), "extension.finetune.scales = [3]"),
+        (lambda x: x["finetune"].update(snapshots=[50]), "extension.finetune.snapshots"),
+        (lambda x: x["zero_shot"].update(multipliers=[2, 4]), "zero_shot.multipliers"),
+        (lambda x: x.update(encodings=["kerple_x"]), "extension.encodings"),
+    ],
+)
+def test_bad_extension_config_names_the_key(edit, message):
+    config = default_config()
+    edit(config["extension"])
+    assert any(message in p for p in check_config(config)), check_config(config)
+
+
+def test_a_scale_below_one_and_an_unknown_parameter_are_schema_errors():
+    from posenc.config import ConfigError, validate_config, workflow_schema
+
+    analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
+    schema = workflow_schema(
+        ROOT,
+        analyses,
+        [
+            "none",
+            "rope",
+            "alibi",
+            "learned",
+            "sinusoidal",
+            "t5_bias",
+            "xpos",
+            "rope_partial",
+            "kerple",
+            "fire",
+        ],
+    )
+    config = default_config()
+    config["extension"]["finetune"]["scales"] = [0]
+    with pytest.raises(ConfigError, match=r"extension\.finetune\.scales\.0 = 0"):
+        validate_config(config, schema)
+    config = default_config()
+    config["extension"]["params"]["yarn"]["beta_fastest"] = 3
+    with pytest.raises(ConfigError, match="extension.params.yarn.beta_fastest"):
+        validate_config(config, schema)
+
+
+def test_a_method_for_an_encoding_that_is_not_rope_family_is_an_error():
+    config = default_config()
+    config["extension"]["encodings"] = ["rope", "alibi"]
+    meta = {"rope": {"rotary": True}, "xpos": {"rotary": True}, "alibi": {"rotary": False}}
+    (problem,) = check_registry(config, meta)
+    assert "extension.encodings" in problem and "alibi is not RoPE-family" in problem
+    from posenc.registry import metadata
+
+    real = metadata([], ROOT)
+    assert [e for e, m in real.items() if m["rotary"]] == ["rope", "xpos", "rope_partial"]
+
+
+def test_changing_evaluation_never_fine_tunes_again(tmp_path):
+    from test_extrapolation import jobs
+    from workflow_utils import copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path / "wf")
+    target = "results/extension/eval/finetune/rope/pi/s2/seed0.json"
+    base = [target, "--cores", "1", "--configfile", "config/test.yaml"]
+    snakemake(work, *base, timeout=600)
+    assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
+
+    def dry_run(name, override):
+        (work / name).write_text(yaml.safe_dump({"extension": override}))
+        return jobs(snakemake(work, *base, name, "-n").stdout)
+
+    test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())["extension"]
+    longer = dict(test_cfg["finetune"], eval_multipliers=[2, 4, 8])
+    assert dry_run("eval.yaml", {"finetune": longer}) == {"extension_evaluate"}
+    # ... while a fine-tuning setting does fine-tune again: the check above can fail.
+    train = dict(test_cfg["finetune"]["train"], lr=0.002)
+    assert "extension_finetune" in dry_run("train.yaml", {"finetune": {**longer, "train": train}})
