@@ -57,6 +57,17 @@ def interval(estimate: float, low: float, high: float) -> dict[str, float]:
     return {"estimate": estimate, "low": low, "high": high}
 
 
+def interval_text(entry: dict | None, digits: int = 3) -> str:
+    """A table cell: the estimate and, when the bounds differ, ``[low, high]``, at ``digits``
+    decimals; 'undefined' for no value."""
+    if not entry or entry.get("estimate") is None:
+        return "undefined"
+    text = f"{entry['estimate']:.{digits}f}"
+    if entry["low"] != entry["high"]:
+        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
+    return text
+
+
 def is_interval(value: Any) -> bool:
     return isinstance(value, Mapping) and set(value) == INTERVAL_KEYS
 

@@ -110,6 +110,19 @@ def load_corpus(
     )
 
 
+def trained_corpus(data: dict):
+    """The corpus a training log or checkpoint describes (``data``: its path or None, the
+    validation fraction, the split block and the SHA-256 it trained on), split as it was;
+    refuses a text that has changed since, whose numbers would describe another text."""
+    corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
+    if corpus.sha256 != data["sha256"]:
+        raise ValueError(
+            f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the model "
+            "was trained on (SHA-256 mismatch); retrain it"
+        )
+    return corpus
+
+
 def lm_batches(tokens: Tensor, seq_len: int) -> BatchFn:
     """Random windows of ``seq_len + 1`` tokens: inputs are the first L, targets the last L."""
     if len(tokens) <= seq_len + 1:

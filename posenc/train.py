@@ -16,7 +16,9 @@ GPT-2/nanoGPT recipe) and returns a log of the run. Three properties the workflo
 
 from __future__ import annotations
 
+import hashlib
 import io
+import json
 import math
 import resource
 import sys
@@ -35,6 +37,25 @@ from posenc.data import IGNORE, BatchFn
 from posenc.encodings import EncodingParams, build
 from posenc.io import atomic_path
 from posenc.model import LanguageModel, ModelConfig
+
+# Keys of train()'s log that describe how the run went (speed, memory, resumption), not the
+# model: they differ between identical runs, so the rule scripts write them to timing.json.
+RUN_RECORD = (
+    "resumed_from_step",
+    "tokens_trained_here",
+    "wall_s",
+    "tokens_per_s",
+    "peak_memory_mb",
+    "peak_memory_kind",
+    "threads",
+)
+
+
+def fingerprint(*parts: Any) -> str:
+    """Identifies a run's settings (``parts``: JSON-able): a resume checkpoint written under
+    other settings is never used."""
+    blob = json.dumps(list(parts), sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 class TrainingDiverged(RuntimeError):

@@ -15,7 +15,7 @@ import numpy as np
 
 from posenc.analysis import Context, Measurements
 from posenc.io import read_json
-from posenc.rope_scaling import scaled_rope, yarn_rounding_gap
+from posenc.rope_scaling import rope_inv_freq, scaled_rope, yarn_rounding_gap
 from posenc.stats import Bootstrap, Resampled
 
 PLAIN = "plain"
@@ -72,12 +72,8 @@ class Scores:
         return max(float(np.max(np.abs(np.subtract(ga[s], gb[s])))) for s in ga)
 
 
-def _plain_inv_freq(width: int, base: float) -> list[float]:
-    return [base ** (-2 * i / width) for i in range(width // 2)]
-
-
 def _relative_gap(scaled, width: int, base: float) -> float:
-    plain = _plain_inv_freq(width, base)
+    plain = rope_inv_freq(width, base)
     gaps = [abs(f / p - 1.0) for f, p in zip(scaled.inv_freq, plain, strict=True)]
     return max([*gaps, abs(scaled.attention_factor - 1.0)])
 
@@ -354,7 +350,7 @@ def aggregate(
 
 
 def _plain(row: dict) -> list[float]:
-    return _plain_inv_freq(row["head_dim"], row["base"])
+    return list(rope_inv_freq(row["head_dim"], row["base"]))
 
 
 def yarn_ramp_gaps(model: dict, scale: int, params: dict) -> dict[str, Any]:

@@ -1,8 +1,6 @@
 """Fine-tune one trained RoPE-family LM with one context-extension method at one scale
 (``stages.finetune``); this script only unpacks ``snakemake`` and writes the outputs."""
 
-import hashlib
-import json
 import sys
 from pathlib import Path
 
@@ -11,22 +9,11 @@ import torch
 from posenc import plugins
 from posenc.device import device_name, resolve_device
 from posenc.io import atomic_path, write_json
-from posenc.train import finish_resume, load_checkpoint
+from posenc.train import RUN_RECORD, fingerprint, finish_resume, load_checkpoint
 from posenc.workflow import setup
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import stages  # noqa: E402 -- this folder's stages, beside the script
-
-# Keys of the training log that describe the run rather than the model.
-RUN_RECORD = (
-    "resumed_from_step",
-    "tokens_trained_here",
-    "wall_s",
-    "tokens_per_s",
-    "peak_memory_mb",
-    "peak_memory_kind",
-    "threads",
-)
 
 
 def main(snakemake):
@@ -36,7 +23,6 @@ def main(snakemake):
     log = setup(snakemake, label.replace("/", "."))
     device = resolve_device(p.device)
     model, meta = load_checkpoint(snakemake.input.model, device)
-    blob = json.dumps([label, p.settings, device.type], sort_keys=True, default=str)
     snapshots, run_log = stages.finetune(
         model,
         meta,
@@ -45,7 +31,7 @@ def main(snakemake):
         device=device,
         label=label,
         resume_path=p.resume,
-        fingerprint=hashlib.sha256(blob.encode()).hexdigest(),
+        fingerprint=fingerprint(label, p.settings, device.type),
         log=log.info,
     )
     run = {key: run_log.pop(key) for key in RUN_RECORD}

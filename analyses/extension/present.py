@@ -5,6 +5,7 @@ one place that names them; the plain model is RoPE's own look (posenc.plotting.s
 from typing import Any
 
 from posenc.analysis import Context, Measurements
+from posenc.claims import interval_text
 from posenc.plotting import style
 
 # One look per method: colour-blind-safe colours, distinct markers and line styles.
@@ -24,13 +25,7 @@ def _look(method: str, encoding: str) -> tuple[str, str, Any]:
     return LOOKS.get(method, ("tab:gray", "x", "--"))
 
 
-def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
-    if not entry or entry.get("estimate") is None:
-        return "undefined"
-    text = f"{entry['estimate']:.{digits}f}"
-    if entry["low"] != entry["high"]:
-        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
-    return text
+cell = interval_text  # the estimate [interval], or 'undefined'
 
 
 def _band(ax, xs, cells, color, marker, ls, label):

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from posenc.data import lm_batches, load_corpus
+from posenc.data import lm_batches, trained_corpus
 from posenc.encodings import Rotary
 from posenc.evaluate import bits_per_char, segment_window_ends
 from posenc.rope_scaling import ScaledRope, scaled_rope
@@ -67,15 +67,8 @@ def rescaled(model: nn.Module, scaled: ScaledRope | None) -> Iterator[None]:
 
 
 def corpus_of(meta: dict[str, Any]):
-    """The corpus the base model trained on, split as it was; refuses another text."""
-    data = meta["data"]
-    corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
-    if corpus.sha256 != data["sha256"]:
-        raise ValueError(
-            f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the model was "
-            "trained on (sha256 mismatch); retrain it"
-        )
-    return corpus
+    """The corpus the base model trained on, split as it was (``posenc.data.trained_corpus``)."""
+    return trained_corpus(meta["data"])
 
 
 class ScaledDuringTraining(nn.Module):

@@ -451,14 +451,9 @@ def ngram_baselines(train: Sequence[int], val: Sequence[int], vocab_size: int) -
 def corpus_baselines(data: dict) -> dict[str, float]:
     """:func:`ngram_baselines` of the corpus a training log describes (``data``: its path or
     None, validation fraction and SHA-256), split as the models' training split it."""
-    from posenc.data import load_corpus
+    from posenc.data import trained_corpus
 
-    corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
-    if corpus.sha256 != data["sha256"]:
-        raise ValueError(
-            f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the models "
-            "trained on (SHA-256 mismatch): its baselines would describe another text"
-        )
+    corpus = trained_corpus(data)
     return ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), corpus.vocab_size)
 
 

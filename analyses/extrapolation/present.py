@@ -6,6 +6,7 @@ hollow marker of its own, so the plain model and its extensions stay apart in on
 from typing import Any
 
 from posenc.analysis import Context, Measurements
+from posenc.claims import interval_text
 from posenc.plotting import style
 from posenc.variants import split_model
 
@@ -31,12 +32,8 @@ TASKS = {
 def cell(entry: dict[str, Any] | None, digits: int = 3) -> str:
     """A table cell: the estimate and its confidence interval over seeds and evaluation units,
     then each seed's own value where the seeds disagree; or 'undefined'."""
-    if entry is None:
-        return "undefined"
-    text = f"{entry['estimate']:.{digits}f}"
-    if entry["low"] != entry["high"]:
-        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
-    if entry.get("seeds_disagree"):
+    text = interval_text(entry, digits)
+    if entry and entry.get("seeds_disagree"):
         text += " seeds: " + ", ".join(f"{v:.{digits}f}" for v in entry["per_seed"].values())
     return text
 

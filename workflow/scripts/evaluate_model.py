@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from posenc import plugins
-from posenc.data import PasskeyTask, RandomizedPositions, load_corpus
+from posenc.data import PasskeyTask, RandomizedPositions, trained_corpus
 from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY
 from posenc.evaluate import evaluate_lm, evaluate_passkey
@@ -34,13 +34,7 @@ def compute(
     record["device"] = device_name(device)
     record["settings"] = dict(settings)
     if meta["task"] == "lm":
-        data = meta["data"]
-        corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
-        if corpus.sha256 != data["sha256"]:
-            raise ValueError(
-                f"corpus {data['corpus'] or 'pydoc_data.topics'} differs from the text the model "
-                "was trained on (sha256 mismatch); retrain it"
-            )
+        corpus = trained_corpus(meta["data"])
         record["rows"] = evaluate_lm(
             model,
             corpus.val,

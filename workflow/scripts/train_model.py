@@ -5,8 +5,6 @@ with :func:`posenc.train.train` and returns the model, the metadata a checkpoint
 it, and the training log. ``main`` only unpacks ``snakemake`` and writes the two outputs.
 """
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
@@ -17,27 +15,19 @@ from posenc.data import PasskeyTask, RandomizedPositions, lm_batches, load_corpu
 from posenc.device import device_name, resolve_device
 from posenc.encodings import EncodingParams
 from posenc.io import write_json
-from posenc.train import TrainConfig, build_model, finish_resume, save_checkpoint, train
+from posenc.train import (
+    RUN_RECORD,
+    TrainConfig,
+    build_model,
+    fingerprint,
+    finish_resume,
+    save_checkpoint,
+    train,
+)
 from posenc.variants import split_model
 from posenc.workflow import setup
 
 TASKS = ("lm", "passkey")
-# Keys of the training log that describe the run rather than the model (see main).
-RUN_RECORD = (
-    "resumed_from_step",
-    "tokens_trained_here",
-    "wall_s",
-    "tokens_per_s",
-    "peak_memory_mb",
-    "peak_memory_kind",
-    "threads",
-)
-
-
-def fingerprint(task: str, encoding: str, seed: int, settings: dict, device: str) -> str:
-    """Identifies a run's settings: a resume checkpoint from other settings is never used."""
-    blob = json.dumps([task, encoding, seed, settings, device], sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
 
 
 def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[str, Any]]:
