@@ -58,6 +58,33 @@ class Resources:
 
 
 @dataclass(frozen=True)
+class CardColumn:
+    """One column of the report card: a measured property, one number per encoding, read from
+    this analysis' evidence (metrics.json) and coloured by a claim's verdict on that
+    encoding's entry (the ledger's ``outcomes``); the card computes nothing itself.
+
+    ``evidence``: paths to mappings with an entry per encoding, tried in order (a claim may
+    split its encodings, relative and absolute say, over two). ``key``: that entry's key, a
+    dotted path inside the mapping, with ``{encoding}`` and any scalar evidence in braces
+    (``"{encoding}.{passkey_at}N"``). ``claim``: the claim whose verdict on the entry colours
+    the cell, read from its outcome for the same path and key, or for ``judged`` and
+    ``judged_key`` when the verdict rests on other evidence than the number shown; None: shown
+    uncoloured. ``label`` and ``note`` (what the number is) take braces as ``key`` does."""
+
+    label: str
+    evidence: tuple[str, ...]
+    key: str = "{encoding}"
+    claim: str | None = None
+    judged: str | None = None
+    judged_key: str | None = None
+    note: str = ""
+
+    def __post_init__(self):
+        if isinstance(self.evidence, str):
+            object.__setattr__(self, "evidence", (self.evidence,))
+
+
+@dataclass(frozen=True)
 class AnalysisSpec:
     id: str
     title: str
@@ -87,6 +114,8 @@ class AnalysisSpec:
     # The encodings it measures, from the whole config; None: every configured one. (The
     # extension analysis stretches only the RoPE-family encodings it is configured for.)
     encodings_of: Callable[[dict], list[str]] | None = None
+    # Its columns of the report card, in order (see CardColumn).
+    card: tuple[CardColumn, ...] = ()
 
     def __post_init__(self):
         ids = [c.id for c in self.claims]
@@ -95,6 +124,12 @@ class AnalysisSpec:
                 raise ValueError(f"analysis {self.id}: claim {cid} must start with '{self.id}.'")
         if len(set(ids)) != len(ids):
             raise ValueError(f"analysis {self.id}: a claim id appears twice")
+        for column in self.card:
+            if column.claim is not None and column.claim not in ids:
+                raise ValueError(
+                    f"analysis {self.id}: card column {column.label!r} names claim "
+                    f"{column.claim}, not one of its own"
+                )
         for name, t in self.tables.items():
             if t.csv is not None and t.csv not in self.csvs:
                 raise ValueError(f"analysis {self.id}: table {name} names csv {t.csv}, not in csvs")

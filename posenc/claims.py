@@ -11,7 +11,10 @@ Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a
     {"id", "kind", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a",
      "references", "section", "reason"}
 
-``reason`` says why a claim is n/a (generated, never hand-written). ``kind`` is one of
+``reason`` says why a claim is n/a (generated, never hand-written). ``outcomes`` holds, for
+each check whose evidence is a mapping (``{encoding: value}``, say), the verdict of each of its
+entries, ``{evidence: {key: "pass" | "fail"}}``: the report card colours one encoding's cell
+by it, rather than judging anything itself. ``kind`` is one of
 :data:`KINDS`, so the report can count identities, software checks and empirical claims apart.
 The report merges them.
 
@@ -229,6 +232,16 @@ def _passes(check: Check, value: Any, threshold: Any) -> bool:
     return COMPARISONS[check.op][0](value, threshold)
 
 
+def _outcomes(check: Check, value: Any, reference: Any, bound: Any) -> dict[str, str] | None:
+    """Each entry's verdict, when the evidence is a mapping of entries (not an interval): the
+    same test as the whole check's, on that entry alone (the whole passes when each does)."""
+    if not isinstance(value, Mapping) or is_interval(value):
+        return None
+    if check.of:
+        value = _minus(value, reference)
+    return {str(k): "pass" if _passes(check, v, bound) else "fail" for k, v in value.items()}
+
+
 def _reference(check: Check, evidence: Mapping[str, Any], thresholds: Mapping[str, Any]) -> Any:
     """What ``of`` names: evidence first, else a threshold (a centre set in the config)."""
     found = lookup(evidence, check.of)
@@ -315,6 +328,13 @@ def evaluate(
                 for c, v in zip(claim.checks, values)
             )
             verdict, reason = ("pass" if passed else "fail"), None
+        outcomes = {}
+        if verdict != "n/a":
+            for c, v in zip(claim.checks, values):
+                reference = _reference(c, evidence, thresholds) if c.of else None
+                entries = _outcomes(c, v, reference, _bound(c, thresholds, evidence))
+                if entries is not None:
+                    outcomes[c.evidence] = entries
         present = [(c.name, v) for c, v in zip(claim.checks, values) if v is not MISSING]
         present += [
             (path.replace("_", " "), lookup(evidence, path))
@@ -339,6 +359,7 @@ def evaluate(
                 "references": list(claim.references),
                 "section": section,
                 "reason": reason,
+                "outcomes": outcomes,
             }
         )
     return ledger

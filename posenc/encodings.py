@@ -18,6 +18,7 @@ Positions and angles are computed in float32 or wider whatever the model dtype
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -1017,6 +1018,33 @@ class EncodingSpec:
 
 
 REGISTRY: dict[str, EncodingSpec] = {}
+# Each place of action's class: what the analyses ask of an encoding acting there.
+PLACES: dict[str, type[PositionalEncoding]] = {
+    "none": NoPE,
+    "input": InputEncoding,
+    "qk": QKEncoding,
+    "bias": BiasEncoding,
+}
+
+
+def _placed(spec: EncodingSpec) -> EncodingSpec:
+    """A module written on the bare :class:`PositionalEncoding` (a plugin's, overriding one
+    hook) gets the rest of its place of action from that place's class: what the analyses ask
+    of it (its similarity kernel, its timed workload, its cost) then follows its ``acts_on``,
+    exactly as for a built-in. A module that already names its place is left as it is."""
+    module = spec.module
+    if (
+        isinstance(module, type)
+        and issubclass(module, PositionalEncoding)
+        and module.acts_on == PositionalEncoding.acts_on
+        and spec.acts_on != PositionalEncoding.acts_on
+        and not issubclass(module, PLACES[spec.acts_on])
+    ):
+        placed = type(module.__name__, (module, PLACES[spec.acts_on]), {})
+        placed.__module__, placed.__qualname__ = module.__module__, module.__qualname__
+        placed.__doc__ = module.__doc__
+        return dataclasses.replace(spec, module=placed)
+    return spec
 
 
 def register(spec: EncodingSpec) -> EncodingSpec:
@@ -1028,6 +1056,11 @@ def register(spec: EncodingSpec) -> EncodingSpec:
         raise ValueError(f"encoding name {spec.name!r} must be an identifier (a-z, 0-9, _)")
     if spec.name in REGISTRY:
         raise ValueError(f"encoding {spec.name!r} is registered already")
+    if spec.acts_on not in PLACES:
+        raise ValueError(
+            f"encoding {spec.name!r}: acts_on={spec.acts_on!r} is not one of {', '.join(PLACES)}"
+        )
+    spec = _placed(spec)
     declared = getattr(spec.module, "acts_on", None)
     if declared is not None and declared != spec.acts_on:
         raise ValueError(

@@ -22,6 +22,18 @@ PALETTE = (
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "*", "h", "p")
 
 
+def nothing_to_show(what: str):
+    """A figure for a run whose encodings include none of the kind a figure is about (a report
+    card's study of bias encodings has no fixed table to rotate, say): it says so, rather than
+    failing on an empty log-scaled axis."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 1.2))
+    ax.text(0.5, 0.5, what, ha="center", va="center", fontsize=10, wrap=True)
+    ax.set_axis_off()
+    return fig
+
+
 def style(name: str) -> dict[str, str]:
     """``{"color", "marker"}`` of encoding ``name``; ``base+variant`` names (``rope+PI``) take
     their base encoding's colour. An unregistered name still gets a style: never a KeyError."""

@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 
 _LOADED: dict[str, object] = {}
+# The encodings each loaded plugin registered, by its resolved entry.
+REGISTERED: dict[str, list[str]] = {}
 
 
 class PluginError(ValueError):
@@ -26,11 +28,15 @@ def resolve(entry: str, root: str | Path) -> str:
 
 
 def load(entries: list[str] | tuple[str, ...], root: str | Path = ".") -> None:
-    """Import each plugin once per process (a second call with the same entries is a no-op)."""
+    """Import each plugin once per process (a second call with the same entries is a no-op),
+    noting which encodings it registered (:data:`REGISTERED`)."""
+    from posenc.encodings import REGISTRY
+
     for entry in entries:
         target = resolve(entry, root)
         if target in _LOADED:
             continue
+        before = set(REGISTRY)
         try:
             if target.endswith(".py"):
                 if not Path(target).is_file():
@@ -44,9 +50,23 @@ def load(entries: list[str] | tuple[str, ...], root: str | Path = ".") -> None:
                 module = importlib.import_module(target)
         except PluginError:
             raise
-        except Exception as error:  # a plugin's own error, named with its file
-            raise PluginError(f"plugin {entry}: {type(error).__name__}: {error}") from error
+        except Exception as error:  # a plugin's own error, named with its file and line
+            where = _where(error, target)
+            raise PluginError(f"plugin {entry}: {type(error).__name__}: {error}{where}") from error
         _LOADED[target] = module
+        REGISTERED[target] = [name for name in REGISTRY if name not in before]
+
+
+def _where(error: BaseException, target: str) -> str:
+    """`` (at FILE:LINE)`` of the deepest frame of ``error`` in the plugin's own file."""
+    import traceback
+
+    frames = [
+        f
+        for f in traceback.extract_tb(error.__traceback__)
+        if target.endswith(".py") and Path(f.filename).resolve() == Path(target).resolve()
+    ]
+    return f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
 
 
 def sources(entries: list[str] | tuple[str, ...], root: str | Path = ".") -> list[Path]:

@@ -29,11 +29,17 @@ from pathlib import Path
 from posenc import plugins
 
 REGISTRY_SOURCE = Path(__file__).with_name("encodings.py")
+# What else decides the metadata: this module, the plugin loader and the probes.
+CODE = [
+    REGISTRY_SOURCE,
+    Path(__file__),
+    *(Path(__file__).with_name(f) for f in ("plugins.py", "probe.py")),
+]
 
 
 def digest(plugin_entries: list[str], root: str | Path) -> str:
     h = hashlib.sha256(sys.version.encode())
-    for path in [REGISTRY_SOURCE, *plugins.sources(plugin_entries, root)]:
+    for path in [*CODE, *plugins.sources(plugin_entries, root)]:
         h.update(str(path).encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -154,12 +160,36 @@ def _main(args: list[str]) -> None:
         plugins.load(entries)
     except plugins.PluginError as error:
         sys.exit(f"{error}")
+    registered = {entry: plugins.REGISTERED.get(plugins.resolve(entry, ".")) for entry in entries}
+    origin = {name: entry for entry, names in registered.items() for name in names or []}
+    if not checking:
+        # Every plugin registers something, and every encoding it registers passes the probes.
+        from posenc.probe import probe
+
+        for entry in entries:
+            if not registered[entry]:
+                sys.exit(
+                    f"plugin {entry}: registers no encodings (call posenc.encodings.register("
+                    "EncodingSpec(...)) at import)"
+                )
+        for name, entry in origin.items():
+            problem = probe(REGISTRY[name], entry)
+            if problem:
+                sys.exit(problem)
     if checking:
         asked = json.loads(sys.stdin.read())
         shapes = {where: tuple(shape) for where, shape in asked["shapes"].items()}
         print(json.dumps(run_checks(asked["encodings"], asked["encoding"], shapes), indent=1))
         return
-    print(json.dumps({name: spec.metadata() for name, spec in REGISTRY.items()}, indent=1))
+    print(
+        json.dumps(
+            {
+                name: {**spec.metadata(), "plugin": origin.get(name)}
+                for name, spec in REGISTRY.items()
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -592,12 +592,13 @@ def build_context(
     ignore_benchmarks: tuple[str, ...] = (),
     timing_rules: dict[str, str] | None = None,
     code_digests: dict[str, str] | None = None,
+    card: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain JSON data (``data.json``); both media render it.
 
     ``timing_rules`` maps each rule without a benchmark to its ``timing`` output pattern (see
     :func:`read_timings`); ``code_digests`` maps rules to the digest of the code they run (their
-    ``code`` param), shown in the provenance."""
+    ``code`` param), shown in the provenance; ``card`` is the report card's card.json."""
     config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
     _check_download_names(loaded)
@@ -640,13 +641,35 @@ def build_context(
         "job_summary": job_summary(jobs, started),
         "references": bibliography,
         "links": {"pdf": PDF_NAME, "data": DATA_NAME, "claims": f"{FILES}/claims.json"},
+        "card": load_card(card, by_id) if card else None,
     }
+
+
+def load_card(path: str | Path, sections: dict[str, dict]) -> dict[str, Any]:
+    """The report card (:mod:`posenc.card`), its figure offered like a section's and each
+    column linked to the section that measured it."""
+    data = _read_result(path, "card")
+    for key in ("columns", "rows", "png"):
+        if key not in data:
+            raise ReportError(f"{path}: the card lacks {key!r}")
+    for column in data["columns"]:
+        column["section_anchor"] = sections[column["section"]]["anchor"]
+    data["figure"] = {
+        "png": data["png"],
+        "anchor": "fig-card",
+        "downloads": _downloads("card", {"PNG": data["png"], "SVG": data.get("svg")}),
+    }
+    return data
 
 
 def copy_downloads(context: dict, report_dir: str | Path, claims_path: str | Path) -> None:
     """Copy every offered file (and the merged ledger) under the report folder's files/."""
     report_dir = Path(report_dir)
     copies = {context["links"]["claims"]: claims_path}
+    if context.get("card"):
+        copies.update(
+            {d["href"]: d["source"] for d in context["card"]["figure"]["downloads"].values()}
+        )
     for sec in context["sections"]:
         for item in [*sec["figures"].values(), *sec["tables"].values()]:
             copies.update({d["href"]: d["source"] for d in item["downloads"].values()})
@@ -678,8 +701,11 @@ def render(context: dict, template_dir: str | Path, medium: str, css: str) -> st
         module = _section_module(env, sec["id"])
         s["body"] = Markup(module.body(s))
         sections.append(s)
+    card = context.get("card")
+    if card:
+        card = {**card, "figure": {**card["figure"], "src": _figure_src(card["figure"], medium)}}
     return env.get_template("index.html.j2").render(
-        **{**context, "sections": sections},
+        **{**context, "sections": sections, "card": card},
         medium=medium,
         # Our own stylesheet, not data: inlined as is (escaping would break `a > b`).
         css=Markup(stylesheet_for(css, medium)),

@@ -3,6 +3,7 @@
 # files/, and merges results/claims.json. Rule `report_pdf` lays out report.pdf from data.json
 # with the same templates and stylesheet, so a change to print styling alone re-renders only
 # the PDF. `snakemake --report` builds Snakemake's own report from the report(...) outputs.
+import dataclasses
 from pathlib import Path
 
 from posenc import references
@@ -20,10 +21,56 @@ REPORT_RULES = ("report", "report_pdf")
 report: "../report_templates/snakemake/workflow.rst"
 
 
+def card_sections(wildcards=None):
+    """The sections with columns on the report card, in report order: each one's spec's
+    columns (as data) and the files it reads them from."""
+    return [
+        {
+            "id": name,
+            "title": ANALYSES[name].title,
+            "columns": [dataclasses.asdict(c) for c in ANALYSES[name].card],
+            "metrics": str(rule.output.metrics),
+            "claims": str(rule.output.claims),
+        }
+        for name, rule in SECTIONS.items()
+        if ANALYSES[name].card
+    ]
+
+
+# The report card: a row per configured encoding, a column per property the analyses declare
+# (AnalysisSpec.card), read from their metrics and ledgers.
+rule card:
+    input:
+        sections=lambda w: [s[k] for s in card_sections() for k in ("metrics", "claims")],
+    output:
+        data="results/card/card.json",
+        png="results/card/card.png",
+        svg="results/card/card.svg",
+    log:
+        log_path("card"),
+    benchmark:
+        bench_path("card")
+    threads: 1
+    resources:
+        mem_mb=1000,
+        runtime=5,
+    params:
+        sections=card_sections,
+        encodings=config["encodings"],
+        encodings_meta={
+            name: {"summary": meta["summary"], "plugin": meta.get("plugin")}
+            for name, meta in ENCODING_META.items()
+        },
+        code=code_digest("posenc.card", files=[Path(workflow.basedir, "workflow/scripts/card.py")]),
+    script:
+        "../workflow/scripts/card.py"
+
+
 rule report:
     input:
         # Lazily: analyses' rule files may be included after this one.
         sections=lambda w: [str(f) for rule in SECTIONS.values() for f in rule.output],
+        card=rules.card.output.data,
         templates=REPORT_TEMPLATES,
         # The page uses only the screen part of the stylesheet, tracked by content in
         # params.screen_css; ancient() keeps the file's mtime from re-rendering the page when

@@ -65,6 +65,23 @@ def test_dict_evidence_needs_every_value():
     assert entry["verdict"] == "pass"
 
 
+def test_each_entry_of_a_mapping_has_its_own_outcome():
+    # The report card colours one encoding's cell by its own entry's verdict.
+    check, t = Check("err", "<=", "t"), {"t": 1.0}
+    entry = verdict_of(check, {"err": {"a": 0.5, "b": 1.5, "c": {"x": 0.1, "y": 2.0}}}, t)
+    assert entry["verdict"] == "fail"
+    assert entry["outcomes"] == {"err": {"a": "pass", "b": "fail", "c": "fail"}}
+    # An interval is one value, a scalar has no entries, and an n/a claim judges none.
+    interval = {"estimate": 0.5, "low": 0.2, "high": 0.9}
+    assert verdict_of(check, {"err": interval}, t)["outcomes"] == {}
+    assert verdict_of(check, {"err": 0.5}, t)["outcomes"] == {}
+    assert verdict_of(check, {"err": {}}, t)["outcomes"] == {}
+    # With `of`, each entry's difference from its reference is judged.
+    near = Check("got", "within", "t", of="want")
+    entry = verdict_of(near, {"got": {"a": 1.0, "b": 5.0}, "want": {"a": 1.5, "b": 2.0}}, t)
+    assert entry["outcomes"] == {"got": {"a": "pass", "b": "fail"}}
+
+
 @pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, "0.1", True])
 def test_non_finite_or_non_numbers_fail(bad):
     # Whichever way the comparison points (even 'outside' for inf), NaN, inf, a string or a

@@ -138,7 +138,7 @@ def test_metadata_is_the_registry(tmp_path):
     meta = registry.metadata(root=tmp_path, cache=tmp_path / "cache")
     assert list(meta) == list(REGISTRY)
     for name, spec in REGISTRY.items():
-        assert meta[name] == spec.metadata()
+        assert meta[name] == {**spec.metadata(), "plugin": None}  # a built-in: no plugin file
         assert meta[name]["acts_on"] == spec.acts_on
 
 

@@ -492,6 +492,10 @@ def evidence(
         "adjacent_distance": {f"base {r['base']:g}": r["adjacent_distance"] for r in at_d_model},
         "scan_vs_brute_force": max(c["relative_difference"] for c in checks),
         "collapse_distinct_fraction": {label(s): s["distinct_fraction"] for s in low},
+        # Every variant's, for the report card.
+        "distinct_at_length": {
+            f"{s['encoding']}, {s['variant']}": s["distinct_fraction"] for s in distinct
+        },
         "collapse_first_repeat": {label(s): s["first_repeat"] for s in low},
         "collapse_repeats_by_bound": {label(s): repeats_by_bound(s) for s in low},
         "fp16_first_nonfinite": {s["encoding"]: s["first_nonfinite"] for s in fp16},

@@ -2,7 +2,7 @@
 offset scan), naive and careful floating point, decoding, learned tables. Torch-free: read by
 the workflow at parse time."""
 
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 
@@ -243,4 +243,23 @@ SPEC = AnalysisSpec(
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
     checks=(check_lengths,),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "distinct to L, float32",
+            "distinct_at_length",
+            key="{encoding}, naive float32",
+            note="the fraction of the L = {length} positions whose encoding, computed in "
+            "float32, no other position shares",
+        ),
+        CardColumn(
+            "distinct to L, bfloat16",
+            "distinct_at_length",
+            key="{encoding}, naive bfloat16",
+            claim="aliasing.low_precision_collapse",
+            judged="collapse_distinct_fraction",
+            judged_key="{encoding}, bfloat16",
+            note="the same with positions and angles in bfloat16 (the claim: most positions "
+            "collide)",
+        ),
+    ),
 )

@@ -528,6 +528,13 @@ def evidence(
         },
         "table_d_slope": {f"{f['workload']} L={f['length']}": f["slope"] for f in d_tables},
         "attention_d_slope": d_att["slope"] if d_att else None,
+        # Each encoding's slope in L at the widest width fitted, for the report card.
+        "cost_slope": {
+            f["workload"]: f["slope"]
+            for f in sorted(fitted, key=lambda f: f["d_model"])
+            if f["workload"] != ATTENTION
+        },
+        "widest_d": max((f["d_model"] for f in fitted), default=None),
         "attention_d_length": d_att["length"] if d_att else None,
         "flop_model_d_slope": d_att["flop_model_slope"] if d_att else None,
     }

@@ -1,7 +1,7 @@
 """What positional encodings cost next to attention, measured against L and d. Torch-free:
 read by the workflow at parse time."""
 
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 
@@ -194,4 +194,15 @@ SPEC = AnalysisSpec(
     resources=Resources(threads=1, mem_mb=4000, runtime=10, exclusive=True),
     checks=(check_lengths,),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "cost slope in L",
+            "cost_slope",
+            claim="complexity.pe_linear",
+            judged="table_slope",
+            judged_key="{encoding} d={widest_d}",
+            note="the log-log slope of the encoding's own time against L at d = {widest_d} "
+            "(1: linear; 2: a materialised L × L bias)",
+        ),
+    ),
 )

@@ -1,7 +1,7 @@
 """Permutation equivariance of attention, what breaks it, and shift invariance of relative
 encodings. Torch-free: read by the workflow at parse time."""
 
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 
@@ -144,4 +144,21 @@ SPEC = AnalysisSpec(
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
     checks=(check_heads,),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "breaks equivariance",
+            "pe_weakest",
+            claim="equivariance.pe_breaks",
+            note="bidirectional attention with the encoding: the least broken random model's "
+            "largest relative error under a permutation (NoPE is exactly equivariant)",
+        ),
+        CardColumn(
+            "shift invariance",
+            ("relative_shift_ulps", "absolute_shift_weakest"),
+            claim="equivariance.relative_shift_invariance",
+            note="outputs under a shift of every position: relative encodings, the largest "
+            "change in eps of the dtype (unchanged up to rounding); absolute ones, the least "
+            "changed model's largest change (they do change)",
+        ),
+    ),
 )

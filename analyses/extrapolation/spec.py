@@ -6,7 +6,7 @@ aggregate, which reads every model's evaluation and training log."""
 from pathlib import Path
 
 from posenc import variants
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 TASKS = ("lm", "passkey")
@@ -539,4 +539,28 @@ SPEC = AnalysisSpec(
     checks=(check_config,),
     registry_checks=(check_registry,),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "bits/char at 1×",
+            "bits_at_1x",
+            note="validation bits per character at the training length (mean over seeds)",
+        ),
+        CardColumn(
+            "bits/char at {longest}×",
+            "bits_at_longest",
+            note="the same at {longest} times the training length",
+        ),
+        CardColumn(
+            "train/val gap",
+            "memorisation_gap",
+            claim="extrapolation.no_memorisation",
+            note="validation minus training bits per character at the training length",
+        ),
+        CardColumn(
+            "passkey at {passkey_at}N",
+            "passkey_accuracy",
+            key="{encoding}.{passkey_at}N",
+            note="passkey retrieval accuracy at {passkey_at} times the training length",
+        ),
+    ),
 )

@@ -3,7 +3,7 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style
+from posenc.plotting import nothing_to_show, style
 
 FLOOR = 2.0**-52 / 8  # exact zeros are drawn here, below every error (eps(float64) / 8)
 # Score-shift cases by line style: storage dtype, then the naive case (angles in it too).
@@ -15,6 +15,8 @@ def figure_identity(m: Measurements, ctx: Context):
     import matplotlib.pyplot as plt
 
     cfg = ctx.cfg
+    if not m.summary["fixed_tables"]:
+        return nothing_to_show("No fixed sinusoidal table among this run's encodings.")
     d, bases, dtypes = m.summary["identity_figure_d"], cfg["bases"], cfg["dtypes"]
     fig, axes = plt.subplots(
         len(bases),

@@ -2,7 +2,7 @@
 the relative-only scores of rotary encodings and least-squares offset maps, in every dtype.
 Torch-free: read by the workflow at parse time."""
 
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 
@@ -230,4 +230,14 @@ SPEC = AnalysisSpec(
     resources=Resources(threads=1, mem_mb=1000, runtime=10),
     checks=(check_hand_trace, check_linear_map),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "linear offset map",
+            ("offset_map_over_bound", "learned_min_error"),
+            claim="rotation.linear_offset_map",
+            note="a least-squares map PE(p) → PE(p + k) on held-out positions: for fixed "
+            "tables, the largest error over its rounding bound (≤ 1: the map exists); for a "
+            "learned table, the smallest relative error (no map)",
+        ),
+    ),
 )

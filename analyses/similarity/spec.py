@@ -5,7 +5,7 @@ the workflow at parse time."""
 from pathlib import Path
 
 from posenc import registry
-from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -234,4 +234,14 @@ SPEC = AnalysisSpec(
     resources=Resources(threads=1, mem_mb=2000, runtime=10),
     checks=(check_config,),
     encoding_shapes=encoding_shapes,
+    card=(
+        CardColumn(
+            "near above far",
+            "monotone_reach",
+            key="{encoding} kernel",
+            claim="similarity.monotone_near",
+            note="how far (in half-periods of the slowest wave shown) the positional similarity "
+            "keeps falling with the offset before it first rises",
+        ),
+    ),
 )

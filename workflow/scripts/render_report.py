@@ -25,6 +25,7 @@ def main(snakemake):
         ignore_benchmarks=tuple(p.own_benchmarks),
         timing_rules=p.timing_rules,
         code_digests=p.code_digests,
+        card=snakemake.input.card,
     )
     write_json(out.claims, context["ledger"])
     copy_downloads(context, report_dir, out.claims)

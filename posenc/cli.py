@@ -1,0 +1,193 @@
+"""``posenc``, the command line: ``posenc card PLUGIN ...`` writes a report card for a user's
+own encodings, next to the encodings they already know.
+
+    posenc card examples/alibi_learned_slopes.py --config test --against rope alibi
+
+It loads and probes the plugins first (:mod:`posenc.probe`, through the registry's metadata),
+so a broken plugin stops here with one line and nothing is written; then it runs the whole
+study (``snakemake``, this checkout's Snakefile) on the plugins' encodings plus the baselines,
+in a folder of its own (``cards/<plugin>/`` by default), and prints the path of the report.
+Every result is cached there as in any run: a second call reruns only what changed. With
+``SNAKEMAKE_OUTPUT_CACHE`` set, trained models are shared through Snakemake's cache.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+CONFIGS = {"default": None, "test": "test.yaml", "gpu": "gpu.yaml"}
+
+
+class CardError(ValueError):
+    """Bad input to ``posenc card``: the message is the one line shown."""
+
+
+def _load(path: Path) -> dict:
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def _merge(base: dict, over: dict) -> dict:
+    """Snakemake's merge of config files: mappings key by key, anything else replaced."""
+    out = dict(base)
+    for key, value in over.items():
+        out[key] = (
+            _merge(out[key], value)
+            if isinstance(out.get(key), dict) and isinstance(value, dict)
+            else value
+        )
+    return out
+
+
+def config_files(name: str) -> list[Path]:
+    """The config files of ``--config name``, in merge order."""
+    files = [ROOT / "config" / "config.yaml"]
+    if CONFIGS[name]:
+        files.append(ROOT / "config" / CONFIGS[name])
+    return files
+
+
+def named_encodings(config: dict) -> list[str]:
+    """The encodings the analyses' own sections name (lists under an ``encodings`` key, such
+    as the context extension's or the randomized positions'): a card's study must train them
+    too, or those sections would have nothing to measure."""
+    found: list[str] = []
+
+    def walk(node, listed=False):
+        if isinstance(node, dict):
+            for k, v in node.items():
+                walk(v, listed or k == "encodings")
+        elif listed and isinstance(node, list):
+            found.extend(str(n) for n in node)
+
+    for section, value in config.items():
+        if section != "encodings":
+            walk(value)
+    return list(dict.fromkeys(found))
+
+
+def card_config(
+    plugin_paths: list[Path], against: list[str] | None, config: str, known: dict[str, dict]
+) -> tuple[dict, list[str]]:
+    """The config a card runs on (merged over ``--config``'s files) and the plugins'
+    encodings. ``known``: the registry's metadata with the plugins loaded."""
+    base: dict = {}
+    for path in config_files(config):
+        base = _merge(base, _load(path))
+    mine = [name for name, meta in known.items() if meta.get("plugin")]
+    baselines = list(base["encodings"]) if against is None else list(against)
+    unknown = [name for name in baselines if name not in known]
+    if unknown:
+        raise CardError(
+            f"--against {' '.join(unknown)}: not a registered encoding; known: {', '.join(known)}"
+        )
+    needed = [n for n in named_encodings(base) if n not in baselines and n in known]
+    encodings = list(dict.fromkeys([*mine, *baselines, *needed]))
+    return {
+        "plugins": [str(p) for p in plugin_paths],
+        "encodings": encodings,
+    }, mine
+
+
+def card(args: argparse.Namespace) -> int:
+    from posenc import registry
+    from posenc.plugins import PluginError
+
+    if not (ROOT / "Snakefile").is_file():
+        raise CardError(f"posenc card runs the workflow of a posenc checkout; none at {ROOT}")
+    paths = []
+    for given in args.plugins:
+        path = Path(given).resolve()
+        if not path.is_file():
+            raise CardError(f"plugin {given}: no such file")
+        paths.append(path)
+    try:  # loads and probes every plugin: a broken one stops here, before anything is written
+        known = registry.metadata([str(p) for p in paths], ROOT)
+    except PluginError as error:
+        raise CardError(str(error)) from None
+    overrides, mine = card_config(paths, args.against, args.config, known)
+    out = Path(args.out or Path("cards") / paths[0].stem).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "card.yaml").write_text(
+        "# Written by posenc card: the plugins and the encodings of this card's study, merged\n"
+        f"# over {', '.join(str(p.relative_to(ROOT)) for p in config_files(args.config))}.\n"
+        + yaml.safe_dump(overrides, sort_keys=False)
+    )
+    others = [n for n in overrides["encodings"] if n not in mine]
+    print(
+        f"posenc card: {', '.join(mine)} against {', '.join(others)} "
+        f"({args.config} config) in {out}",
+        file=sys.stderr,
+    )
+    command = [
+        sys.executable,
+        "-m",
+        "snakemake",
+        "--snakefile",
+        str(ROOT / "Snakefile"),
+        "--directory",
+        str(out),
+        "--configfile",
+        *map(str, config_files(args.config)),
+        str(out / "card.yaml"),
+        "--cores",
+        str(args.cores),
+        "--rerun-incomplete",
+    ]
+    if os.environ.get("SNAKEMAKE_OUTPUT_CACHE"):
+        command.append("--cache")
+    command += args.snakemake_args
+    done = subprocess.run(command, cwd=out)
+    if done.returncode:
+        print(f"posenc card: the study failed (snakemake exit {done.returncode})", file=sys.stderr)
+        return done.returncode
+    print(out / "results" / "report" / "index.html")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    top = argparse.ArgumentParser(prog="posenc", description=__doc__.split("\n\n")[0])
+    commands = top.add_subparsers(dest="command", required=True)
+    c = commands.add_parser(
+        "card",
+        help="a report card for your own encodings",
+        description="Run the whole study on the encodings the plugin files register, next to "
+        "baseline encodings, and print the path of the report (its card at the top).",
+    )
+    c.add_argument("plugins", nargs="+", metavar="PATH", help="plugin files (Python)")
+    c.add_argument(
+        "--against",
+        nargs="+",
+        metavar="ENCODING",
+        help="baseline encodings (default: the config's own list)",
+    )
+    c.add_argument("--config", choices=list(CONFIGS), default="default", help="which config")
+    c.add_argument("--cores", default="all", help="cores for snakemake (default: all)")
+    c.add_argument("--out", help="the card's folder (default: cards/<first plugin's name>)")
+    c.set_defaults(run=card)
+    top.epilog = "Arguments after -- go to snakemake as they are (posenc card x.py -- --dry-run)."
+    return top
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    extra = argv[argv.index("--") + 1 :] if "--" in argv else []
+    args = parser().parse_args(
+        argv[: len(argv) - len(extra) - 1] if extra or "--" in argv else argv
+    )
+    args.snakemake_args = extra
+    try:
+        return args.run(args)
+    except CardError as error:
+        print(f"posenc {args.command}: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
