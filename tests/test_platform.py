@@ -1,55 +1,74 @@
-"""The platform is real: two encodings registered from outside the registry file (a 7th, an
-input table, and an 8th of another kind, qk) run through the whole workflow on the test config
-as plugins, and each turns up in every analysis' metrics, in the figures' legends and in the
-report, with no edit anywhere else."""
+"""The platform is real, through the command a researcher runs: ``posenc card`` on the
+example plugin a newcomer copies (ALiBi with learned slopes, a bias) and on two toy encodings
+registered from outside the registry file (an input table and a qk one), next to baselines,
+on the test config. Each plugin encoding turns up in every analysis' metrics, in the figures'
+legends, in the report and on its report card, with no edit anywhere else."""
 
 from __future__ import annotations
 
 import json
-import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
-from workflow_utils import copy_workflow, snakemake
 
+from posenc import cli
 from posenc.analysis import discover
 
 pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
+ROOT = HERE.parent
+EXAMPLE = ROOT / "examples" / "alibi_learned_slopes.py"
 TOYS = ("toy_sinusoidal", "toy_rotary")
+PLUGGED = (*TOYS, "alibi_learned")
+# Each plugin encoding's built-in of the same place of action: wherever an analysis measures
+# that one, it must measure the plugin's too (the aliasing analysis has nothing to say about a
+# score bias, built-in or not).
+COUNTERPART = {"toy_sinusoidal": "learned", "toy_rotary": "rope", "alibi_learned": "alibi"}
+BASELINES = ("rope", "alibi")
 
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory) -> Path:
-    work = copy_workflow(tmp_path_factory.mktemp("platform"))
-    shutil.copy(HERE / "toy_encodings.py", work / "toy_encodings.py")
-    test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())
-    base = yaml.safe_load((work / "config/config.yaml").read_text())
-    extra = {"plugins": ["toy_encodings.py"], "encodings": [*base["encodings"], *TOYS]}
-    # The rotary toy is also stretched: the extension analysis measures the encodings it lists.
-    extension = {**test_cfg["extension"], "encodings": ["rope", "toy_rotary"]}
-    toys = {**test_cfg, **extra, "extension": extension}
-    (work / "config/toys.yaml").write_text(yaml.safe_dump(toys))
-    snakemake(work, "--cores", "2", "--configfile", "config/toys.yaml")
-    return work
+    """The card's folder: ``posenc card`` run as documented, in a folder of its own."""
+    out = tmp_path_factory.mktemp("card") / "card"
+    proc = subprocess.run(
+        [sys.executable, "-m", "posenc.cli", "card", str(HERE / "toy_encodings.py"), str(EXAMPLE),
+         "--config", "test", "--against", *BASELINES, "--cores", "2", "--out", str(out)],
+        capture_output=True, text=True, timeout=1800, cwd=out.parent,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    # It prints the path of the report it wrote, and nothing else on stdout.
+    assert proc.stdout.strip() == str(out / "results/report/index.html")
+    return out
+
+
+def card_config(run: Path) -> dict:
+    config: dict = {}
+    for path in [*cli.config_files("test"), run / "card.yaml"]:
+        config = cli._merge(config, yaml.safe_load(path.read_text()))
+    return config
 
 
 def _text(paths) -> str:
     return "\n".join(Path(p).read_text() for p in paths)
 
 
-@pytest.mark.parametrize("name", TOYS)
+@pytest.mark.parametrize("name", PLUGGED)
 def test_a_plugin_encoding_reaches_every_analysis_and_the_report(toy_run, name):
-    specs = discover(toy_run)
+    specs = discover(ROOT)
     assert specs, "no analyses found"
-    config = yaml.safe_load((toy_run / "config/toys.yaml").read_text())
+    config = card_config(toy_run)
     for aid, spec in specs.items():
         if spec.encodings_of is not None and name not in spec.encodings_of(config):
             continue  # an analysis of some encodings only, not configured for this one
         folder = toy_run / "results" / aid
         data = _text([folder / "metrics.json", *(folder / f"{c}.csv" for c in spec.csvs)])
+        if COUNTERPART[name] not in data:
+            continue  # an analysis of other kinds of encoding
         assert name in data, f"{name} is not in {aid}'s metrics or tables"
         svgs = [folder / f"{fid}.svg" for fid in spec.figures]
         assert any(name in svg.read_text() for svg in svgs), f"{name} in no {aid} figure"
@@ -57,3 +76,20 @@ def test_a_plugin_encoding_reaches_every_analysis_and_the_report(toy_run, name):
     assert name in html
     claims = json.loads((toy_run / "results/claims.json").read_text())
     assert claims and all(c["verdict"] in ("pass", "fail", "n/a") for c in claims)
+
+
+def test_the_card_shows_the_plugins_next_to_the_baselines(toy_run):
+    data = json.loads((toy_run / "results/card/card.json").read_text())
+    rows = {r["encoding"]: r for r in data["rows"]}
+    assert list(rows)[: len(PLUGGED)] == list(PLUGGED)
+    assert set(BASELINES) <= set(rows)
+    assert all(rows[n]["plugin"] for n in PLUGGED)
+    assert not any(rows[n]["plugin"] for n in BASELINES)
+    # Every analysis with columns contributes; every plugin encoding has measured cells.
+    specs = discover(ROOT)
+    assert {c["section"] for c in data["columns"]} == {a for a, s in specs.items() if s.card}
+    for name in PLUGGED:
+        assert any(c["verdict"] != "missing" for c in rows[name]["cells"]), name
+    html = (toy_run / "results/report/index.html").read_text()
+    assert html.index('id="card"') < html.index('id="claims"')
+    assert "alibi_learned (plugin)" in html

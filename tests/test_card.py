@@ -1,0 +1,262 @@
+"""The report card and ``posenc card``: plugins probed before any job, one line for each kind of
+bad input with nothing written, the card's cells read from evidence and ledger outcomes, and
+text from a plugin escaped in the report. (The whole command on the example plugin runs in
+tests/test_platform.py.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from fake_report import two_sections
+
+from posenc import card, cli
+from posenc.analysis import CardColumn
+from posenc.encodings import REGISTRY, EncodingSpec, PositionalEncoding
+from posenc.io import save_figure, write_json
+from posenc.probe import probe
+from posenc.report import build_context, render
+
+ROOT = Path(__file__).resolve().parents[1]
+CSS = (ROOT / "report_templates" / "style.css").read_text()
+
+HEADER = "import torch\nfrom posenc.encodings import EncodingSpec, PositionalEncoding, register\n"
+
+
+def plugin(tmp_path: Path, body: str, name: str = "bad.py") -> Path:
+    path = tmp_path / name
+    path.write_text(HEADER + textwrap.dedent(body))
+    return path
+
+
+def bias_plugin(
+    tmp_path: Path, score_bias: str, relative: bool = True, summary="A plugin."
+) -> Path:
+    """A plugin whose one encoding, ``mine``, acts on the scores: ``score_bias`` is the one
+    line of its hook."""
+    return plugin(
+        tmp_path,
+        "\n\nclass Mine(PositionalEncoding):\n"
+        "    def score_bias(self, q_pos, k_pos, causal):\n"
+        f"        {score_bias}\n\n\n"
+        f"register(EncodingSpec('mine', 'bias', Mine, relative={relative}, learned=False,\n"
+        f"                      citation='a test', summary={summary!r}))\n",
+        f"mine_{'relative' if relative else 'absolute'}.py",
+    )
+
+
+def run_card(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    """``posenc card`` as a user runs it, from ``tmp_path``."""
+    return subprocess.run(
+        [sys.executable, "-m", "posenc.cli", "card", *args, "--config", "test"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def error_line(proc: subprocess.CompletedProcess) -> str:
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2, proc.stderr
+    assert len(lines) == 1, proc.stderr  # one line, no traceback
+    return lines[0]
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+# A relative bias, -|i - j| in every head.
+DISTANCE = "(-(q_pos[:, None] - k_pos[None, :]).abs().float().expand(self.params.n_heads, -1, -1))"
+GOOD = f"return {DISTANCE}"
+
+
+@pytest.mark.parametrize(
+    "body,hook_says",
+    [
+        ("return torch.zeros(len(q_pos), len(k_pos))", "returned shape (3, 7)"),
+        (f"return {DISTANCE} * float('nan')", "returned NaN"),
+        ("raise RuntimeError('slopes not ready')", "raised RuntimeError: slopes not ready (at "),
+        ("return None", "returned NoneType"),
+    ],
+    ids=["wrong shape", "nan", "raises", "no hook"],
+)
+def test_a_broken_hook_stops_the_card_with_one_line_and_writes_nothing(tmp_path, body, hook_says):
+    path = bias_plugin(tmp_path, body)
+    line = error_line(run_card(tmp_path, str(path)))
+    assert line.startswith(f"posenc card: plugin {path}: encoding mine: hook score_bias: ")
+    assert hook_says in line
+    if "raises" in hook_says or "raised" in hook_says:
+        assert f"{path}:" in line  # the plugin's own file and line
+    assert not (tmp_path / "cards").exists()
+
+
+def test_a_raising_hook_names_its_file_and_line(tmp_path):
+    path = bias_plugin(tmp_path, "raise RuntimeError('slopes not ready')")
+    lines = path.read_text().splitlines()
+    lineno = next(i for i, line in enumerate(lines, 1) if "slopes not ready" in line)
+    problem = probe(_loaded(path)["mine"], str(path))
+    assert problem.endswith(f"raised RuntimeError: slopes not ready (at {path}:{lineno})")
+
+
+def test_a_false_relative_claim_is_caught_by_the_shift_test(tmp_path):
+    # A bias that depends on the query's absolute position, declared relative.
+    path = bias_plugin(tmp_path, f"return {DISTANCE} - q_pos[None, :, None].float()")
+    problem = probe(_loaded(path)["mine"], str(path))
+    assert "hook score_bias: relative=True, but shifting" in problem
+    # Declared absolute, the same bias passes.
+    honest = bias_plugin(tmp_path, f"return {DISTANCE} - q_pos[None, :, None].float()", False)
+    assert probe(_loaded(honest)["mine"], str(honest)) is None
+
+
+@pytest.mark.parametrize(
+    "source,says",
+    [
+        (None, "plugin {path}: no such file"),
+        ("x = 1\n", "plugin {path}: registers no encodings"),
+        (
+            "from posenc.encodings import Rotary\n"
+            "register(EncodingSpec('rope', 'qk', Rotary, relative=True, learned=False,\n"
+            "                      citation='x', summary='x'))\n",
+            "encoding 'rope' is registered already (at {path}:",
+        ),
+        ("import no_such_module\n", "ModuleNotFoundError: No module named 'no_such_module' (at"),
+    ],
+    ids=["missing file", "no encodings", "name collision", "import error"],
+)
+def test_a_plugin_that_cannot_load_stops_the_card_with_one_line(tmp_path, source, says):
+    path = tmp_path / "plugin.py"
+    if source is not None:
+        plugin(tmp_path, source, "plugin.py")
+    shown = "plugin.py" if source is None else str(path)
+    line = error_line(run_card(tmp_path, "plugin.py"))
+    assert says.format(path=shown) in line, line
+    assert not (tmp_path / "cards").exists()
+
+
+def test_an_unknown_baseline_is_named(tmp_path):
+    path = bias_plugin(tmp_path, GOOD)
+    line = error_line(run_card(tmp_path, str(path), "--against", "rope", "ropey"))
+    assert "--against ropey: not a registered encoding" in line
+    assert not (tmp_path / "cards").exists()
+
+
+def test_a_working_plugin_passes_every_probe(tmp_path):
+    path = bias_plugin(tmp_path, GOOD)
+    assert probe(_loaded(path)["mine"], str(path)) is None
+    # The example a newcomer copies, and every built-in, pass too.
+    example = ROOT / "examples" / "alibi_learned_slopes.py"
+    assert probe(_loaded(example)["alibi_learned"], str(example)) is None
+    for spec in REGISTRY.values():
+        assert probe(spec) is None, spec.name
+
+
+def _loaded(path: Path) -> dict[str, EncodingSpec]:
+    """The encodings ``path`` registers, loaded in a registry of their own (a fresh process's
+    view), without touching this process' registry."""
+    import posenc.encodings as enc
+
+    saved = dict(enc.REGISTRY)
+    try:
+        namespace: dict = {"__file__": str(path)}
+        exec(compile(path.read_text(), str(path), "exec"), namespace)
+        return {k: v for k, v in enc.REGISTRY.items() if k not in saved}
+    finally:
+        enc.REGISTRY.clear()
+        enc.REGISTRY.update(saved)
+
+
+def test_a_bare_positional_encoding_takes_its_places_behaviour():
+    # The contract: a PositionalEncoding subclass overriding its hook, registered with acts_on,
+    # behaves as a built-in of that place (similarity kernel, timed workload, cost).
+    from posenc.encodings import BiasEncoding, EncodingParams, register
+
+    class Flat(PositionalEncoding):
+        def score_bias(self, q_pos, k_pos, causal):
+            import torch
+
+            return torch.zeros(self.params.n_heads, len(q_pos), len(k_pos))
+
+    import posenc.encodings as enc
+
+    saved = dict(enc.REGISTRY)
+    try:
+        spec = register(EncodingSpec("flat", "bias", Flat, relative=True, learned=False,
+                                     citation="x", summary="x"))  # fmt: skip
+        module = spec.module(EncodingParams(d_model=8, n_heads=2))
+        assert isinstance(module, Flat) and isinstance(module, BiasEncoding)
+        assert module.acts_on == "bias" and module.quadratic_cost
+        assert spec.module.__name__ == "Flat"
+    finally:
+        enc.REGISTRY.clear()
+        enc.REGISTRY.update(saved)
+
+
+# ----------------------------------------------------------------------------- the card
+
+
+def test_cells_read_evidence_and_each_entrys_verdict():
+    ledger = [
+        {
+            "id": "a.claim",
+            "outcomes": {"err": {"rope": "pass", "alibi": "fail"}, "other": {"rope": "fail"}},
+        }
+    ]
+    evidence = {"err": {"rope": 0.5, "alibi": 2.0}, "acc": {"rope": {"4N": 0.9}}, "at": 4}
+    columns = [
+        CardColumn("error", "err", claim="a.claim"),
+        CardColumn("accuracy at {at}N", "acc", key="{encoding}.{at}N"),
+        CardColumn("judged elsewhere", "err", claim="a.claim", judged="other"),
+    ]
+    sections = [
+        {"id": "a", "title": "A", "columns": columns, "evidence": evidence, "ledger": ledger}
+    ]
+    meta = {"rope": {"summary": "RoPE", "plugin": None}, "mine": {"summary": "M", "plugin": "p"}}
+    data = card.build(sections, ["rope", "alibi", "mine"], meta)
+    assert [c["label"] for c in data["columns"]] == ["error", "accuracy at 4N", "judged elsewhere"]
+    rope, alibi, mine = data["rows"]
+    assert [(c["text"], c["verdict"]) for c in rope["cells"]] == [
+        ("0.5", "pass"),
+        ("0.9", None),
+        ("0.5", "fail"),  # the number shown, the verdict of other evidence
+    ]
+    assert alibi["cells"][0] == {"value": 2.0, "text": "2", "verdict": "fail"}
+    assert alibi["cells"][1]["verdict"] == "missing"  # not measured for it
+    assert mine["plugin"] == "p" and mine["cells"][0]["text"] == "—"
+
+
+def test_plugin_text_is_escaped_in_the_card(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    hostile = '<script>alert("card")</script>'
+    meta = {"mine": {"summary": hostile, "plugin": "p.py"}}
+    data = card.build([], ["mine"], meta)
+    save_figure(card.figure(data), "card.png", "card.svg")
+    write_json("card.json", {**data, "png": "card.png", "svg": "card.svg"})
+    fake = two_sections(tmp_path)
+    context = build_context(**fake, card="card.json")
+    for medium in ("screen", "print"):
+        html = render(context, fake["template_dir"], medium, CSS)
+        assert "<script" not in html
+        assert "&lt;script&gt;alert(&#34;card&#34;)&lt;/script&gt;" in html
+        assert 'id="card"' in html and html.index('id="card"') < html.index('id="claims"')
+
+
+def test_the_card_study_adds_what_the_sections_need():
+    known = {name: {"plugin": None} for name in REGISTRY} | {"mine": {"plugin": "p.py"}}
+    overrides, mine = cli.card_config([Path("/p.py")], ["alibi"], "test", known)
+    assert mine == ["mine"]
+    # The test config stretches RoPE and randomizes the learned table's positions.
+    assert overrides["encodings"][:2] == ["mine", "alibi"]
+    assert {"rope", "learned"} <= set(overrides["encodings"])
+    default, _ = cli.card_config([Path("/p.py")], None, "default", known)
+    base = cli._load(ROOT / "config" / "config.yaml")["encodings"]
+    assert default["encodings"] == ["mine", *base]
+
+
+def test_the_card_json_is_plain_data(tmp_path):
+    data = card.build([], ["rope"], {"rope": {"summary": "RoPE", "plugin": None}})
+    assert json.loads(json.dumps(data)) == data
