@@ -69,7 +69,11 @@ class CardColumn:
     (``"{encoding}.{passkey_at}N"``). ``claim``: the claim whose verdict on the entry colours
     the cell, read from its outcome for the same path and key, or for ``judged`` and
     ``judged_key`` when the verdict rests on other evidence than the number shown; None: shown
-    uncoloured. ``label`` and ``note`` (what the number is) take braces as ``key`` does."""
+    uncoloured. ``label`` and ``note`` (what the number is) take braces as ``key`` does.
+
+    ``routes``, for an analysis that measures named formulas rather than the configured
+    encodings (conformance): ``(encoding, evidence, key, claim)`` per encoding it has a number
+    for, each read and judged as above; the other fields' evidence is then unused."""
 
     label: str
     evidence: tuple[str, ...]
@@ -78,10 +82,17 @@ class CardColumn:
     judged: str | None = None
     judged_key: str | None = None
     note: str = ""
+    routes: tuple[tuple[str, str, str, str | None], ...] = ()
 
     def __post_init__(self):
-        if isinstance(self.evidence, str):
-            object.__setattr__(self, "evidence", (self.evidence,))
+        # A single path, or a list (as the columns travel to the card's job, as JSON).
+        paths = (self.evidence,) if isinstance(self.evidence, str) else tuple(self.evidence)
+        object.__setattr__(self, "evidence", paths)
+        object.__setattr__(self, "routes", tuple(tuple(r) for r in self.routes))
+
+    def claims(self) -> list[str]:
+        """Every claim the column's cells are judged by."""
+        return [c for c in (self.claim, *(r[3] for r in self.routes)) if c is not None]
 
 
 @dataclass(frozen=True)
@@ -125,11 +136,12 @@ class AnalysisSpec:
         if len(set(ids)) != len(ids):
             raise ValueError(f"analysis {self.id}: a claim id appears twice")
         for column in self.card:
-            if column.claim is not None and column.claim not in ids:
-                raise ValueError(
-                    f"analysis {self.id}: card column {column.label!r} names claim "
-                    f"{column.claim}, not one of its own"
-                )
+            for claim in column.claims():
+                if claim not in ids:
+                    raise ValueError(
+                        f"analysis {self.id}: card column {column.label!r} names claim "
+                        f"{claim}, not one of its own"
+                    )
         for name, t in self.tables.items():
             if t.csv is not None and t.csv not in self.csvs:
                 raise ValueError(f"analysis {self.id}: table {name} names csv {t.csv}, not in csvs")

@@ -69,6 +69,12 @@ def cell(
 ) -> dict[str, Any]:
     """One encoding's cell of ``column``: its value, text and verdict (None: none given)."""
     values = _scalars(evidence, encoding)
+    if column.routes:
+        route = next((r for r in column.routes if r[0] == encoding), None)
+        if route is None:
+            return {"value": None, "text": "—", "verdict": "missing"}
+        _, path, key, claim = route
+        column = CardColumn(column.label, (path,), key=key, claim=claim)
     key = column.key.format_map(values)
     path, value = None, None
     for candidate in column.evidence:

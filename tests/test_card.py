@@ -260,3 +260,25 @@ def test_the_card_study_adds_what_the_sections_need():
 def test_the_card_json_is_plain_data(tmp_path):
     data = card.build([], ["rope"], {"rope": {"summary": "RoPE", "plugin": None}})
     assert json.loads(json.dumps(data)) == data
+
+
+def test_routed_cells_read_each_encodings_own_evidence_and_claim():
+    # An analysis of named formulas (conformance) routes each encoding to its own number.
+    ledger = [
+        {"id": "c.rope", "outcomes": {"rope_err": {"ours": "pass"}}},
+        {"id": "c.t5", "outcomes": {"t5_bad": {"ours": "fail"}}},
+    ]
+    evidence = {"rope_err": {"ours": 0.1, "lib": 0.2}, "t5_bad": {"ours": 3}}
+    column = CardColumn(
+        "conformance",
+        (),
+        routes=(("rope", "rope_err", "ours", "c.rope"), ("t5_bias", "t5_bad", "ours", "c.t5")),
+    )
+    section = {"id": "c", "title": "C", "columns": [column], "evidence": evidence, "ledger": ledger}
+    rows = card.build([section], ["rope", "t5_bias", "alibi"], {})["rows"]
+    assert [r["cells"][0]["text"] for r in rows] == ["0.1", "3", "—"]
+    assert [r["cells"][0]["verdict"] for r in rows] == ["pass", "fail", "missing"]
+    # Columns travel to the card's job as plain data and come back the same.
+    import dataclasses
+
+    assert CardColumn(**json.loads(json.dumps(dataclasses.asdict(column)))) == column
