@@ -251,6 +251,7 @@ def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict
         loaded.append(
             {
                 "id": sid,
+                "devices": section_devices(metrics),
                 "number": number,
                 "anchor": f"sec-{slug(sid)}",
                 "m": metrics,
@@ -269,6 +270,17 @@ def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict
     for s in loaded:
         s["claims"] = [c for c in ledger if c["section"] == s["id"]]
     return loaded, ledger
+
+
+def section_devices(metrics: dict) -> list[str]:
+    """Every device a section's results were computed on: its own job's, and those its
+    summary lists for the jobs before it (training and evaluation on a GPU, say, while the
+    aggregate ran on the CPU)."""
+    found = [metrics["device"]] if metrics.get("device") else []
+    listed = metrics.get("summary", {}).get("devices")
+    if isinstance(listed, list):
+        found += listed
+    return sorted({str(d) for d in found})
 
 
 def _check_download_names(loaded: list[dict]) -> None:
@@ -630,7 +642,7 @@ def build_context(
         "code_digests": dict(sorted((code_digests or {}).items())),
         "env": environment_info(),
         "packages": installed_packages(),
-        "devices": sorted({str(s["m"]["device"]) for s in loaded if "device" in s["m"]}),
+        "devices": sorted({d for s in loaded for d in s["devices"]}),
         "seeds": _seeds(config, loaded),
         "sections": loaded,
         "ledger": ledger,

@@ -537,3 +537,18 @@ def test_each_work_is_listed_once_in_order_of_first_citation():
     assert numbers == {"su2021": 1, "press2022": 2, "vaswani2017": 3}
     with pytest.raises(KeyError, match="claim a.z: unknown reference 'nobody2099'"):
         number_references([{"id": "a.z", "references": ["nobody2099"]}], [])
+
+
+def test_each_section_says_which_devices_computed_it():
+    from posenc.report import section_devices
+
+    # The aggregate's own device, and the devices its summary lists for the jobs before it.
+    metrics = {"device": "cpu (x86_64, 2 threads)", "summary": {"devices": ["cuda (NVIDIA H200)"]}}
+    assert section_devices(metrics) == ["cpu (x86_64, 2 threads)", "cuda (NVIDIA H200)"]
+    assert section_devices({"device": "cpu", "summary": {}}) == ["cpu"]
+    assert section_devices({"summary": {"devices": None}}) == []
+
+
+def test_the_page_shows_each_sections_devices(fake):
+    html = html_of(context_of(fake), fake)
+    assert html.count('<p class="computed-on">Computed on cpu (test).</p>') == 2

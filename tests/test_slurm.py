@@ -52,8 +52,11 @@ def test_test_config_through_slurm_matches_local_run(test_run, tmp_path):
             "profiles/slurm",
             "--configfile",
             "config/test.yaml",
+            # More jobs in flight than the node runs at once: the SLURM plugin backs off its
+            # status checks by 10 s each time none has finished, so with only as many jobs
+            # as cores each check tends to come too early and the next one far too late.
             "--jobs",
-            "2",
+            "16",
             # No slurmdbd here, so sacct cannot answer: poll squeue instead (MinJobAge=300).
             "--slurm-status-command",
             "squeue",
