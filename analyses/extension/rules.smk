@@ -44,6 +44,7 @@ rule extension_finetune:
             "posenc.model",
             "posenc.encodings",
             "posenc.data",
+            "posenc.corpora",
             "posenc.rope_scaling",
             files=[Path(workflow.basedir, "analyses", "extension", "stages.py")],
         ),

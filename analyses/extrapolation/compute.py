@@ -562,6 +562,8 @@ def aggregate(
         scores, encodings, multipliers, passkey_multipliers, chance, train_len, passkey_encodings
     )
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
+    if corpus.get("files"):  # a text of whole files (python-stdlib): what the prose describes
+        summary["file_split"] = file_split(corpus, lm_log)
     return Measurements(
         rows={
             "lm_bits": lm_rows,
@@ -572,6 +574,22 @@ def aggregate(
         evidence=ev,
         summary=summary,
     )
+
+
+def file_split(corpus: dict, lm_log: dict) -> dict[str, Any]:
+    """A corpus split by whole files (``corpus``: a training log's data description): how many
+    files, how many of them and what share of the characters validate, the CPython version
+    whose library it is, and how many passes over the training text a model made."""
+    train = lm_log["log"]["config"]
+    tokens = lm_log["log"]["steps"] * train["batch_size"] * corpus["seq_len"]
+    return {
+        "files": corpus["files"],
+        "val_files": corpus["val_files"],
+        "val_characters": corpus["val_characters"],
+        "val_characters_percent": round(100 * corpus["val_characters"] / corpus["characters"], 1),
+        "python": corpus["python"],
+        "training_passes": tokens / corpus["train_characters"],
+    }
 
 
 def memorisation_gaps(rows: list[dict]) -> list[dict[str, Any]]:

@@ -3,6 +3,10 @@
 # analysis rule rules/analyses.smk builds from spec.py, reading the evaluations listed by its
 # `inputs`). The training rule's params hold only what training reads (data, model, optimiser,
 # encoding); evaluation settings are params of the evaluation rule alone.
+import platform
+
+from posenc import corpora
+
 XP = config["extrapolation"]
 XP_TASKS = ("lm", "passkey")
 
@@ -15,14 +19,21 @@ XP_DATA = {
         "val_fraction": XP["val_fraction"],
         "split_block": XP["split_block"],
         "seq_len": XP["lm"]["seq_len"],
-    },
+    }
+    # The standard library is the running interpreter's: another CPython is another text, so
+    # its version keys the model (and the shared cache), as a corpus file's content does.
+    | ({"python": platform.python_version()} if XP["corpus"] == corpora.STDLIB else {}),
     "passkey": XP["passkey"]["task"],
 }
 
 
 rule extrapolation_train:
     input:
-        corpus=lambda w: [XP["corpus"]] if w.task == "lm" and XP["corpus"] else [],
+        corpus=lambda w: (
+            [corpora.corpus_file(XP["corpus"])]
+            if w.task == "lm" and corpora.corpus_file(XP["corpus"])
+            else []
+        ),
     output:
         model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
         train_log="results/extrapolation/models/{task}/{encoding}/seed{seed}/train_log.json",  # what was computed: deterministic
@@ -56,7 +67,9 @@ rule extrapolation_train:
         ),
         # Snakemake's rerun check and the cache key see the script and the params, not the
         # modules it imports: a digest of the training code makes a change there retrain.
-        code=code_digest("posenc.train", "posenc.model", "posenc.encodings", "posenc.data"),
+        code=code_digest(
+            "posenc.train", "posenc.model", "posenc.encodings", "posenc.data", "posenc.corpora"
+        ),
         device=config["device"],
         # Not an output: Snakemake would delete it when a job fails, and it must survive a
         # kill so that the rerun resumes. Removed once the model is written.

@@ -8,6 +8,7 @@ from pathlib import Path
 from posenc import variants
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
+from posenc.corpora import corpus_file
 
 TASKS = ("lm", "passkey")
 
@@ -28,9 +29,10 @@ def inputs(config: dict) -> dict[str, list[str]]:
         "timings": [f"{models.format(t, e, s)}/timing.json" for t, e, s in runs],
     }
     # The corpus file, when one is configured: its unigram and bigram baselines are computed
-    # here (pydoc_data.topics, the default, ships with Python and is no file input).
-    if config["extrapolation"]["corpus"]:
-        files["corpus"] = [config["extrapolation"]["corpus"]]
+    # here (the built-in texts, pydoc_data.topics and python-stdlib, ship with Python and are
+    # no file input).
+    if corpus_file(config["extrapolation"]["corpus"]):
+        files["corpus"] = [corpus_file(config["extrapolation"]["corpus"])]
     return files
 
 
@@ -93,7 +95,7 @@ def check_config(config: dict) -> list[str]:
             f"2 extrapolation.passkey.task.key_len + 1 = {shortest} (KEY, the key, QUERY and "
             "the answer fed back)"
         )
-    corpus = cfg["corpus"]
+    corpus = corpus_file(cfg["corpus"])
     if corpus is not None and not Path(corpus).is_file():
         problems.append(f"config key extrapolation.corpus = {corpus!r}: no such file")
     return problems + _randomized_problems(config)

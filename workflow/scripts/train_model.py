@@ -45,6 +45,14 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
             "train_characters": len(corpus.train),
             "seq_len": data["seq_len"],
         }
+        if corpus.files:  # split by whole files (python-stdlib): say which, for the report
+            description |= {
+                "val_blocks": None,
+                "files": corpus.files,
+                "val_files": corpus.val_files,
+                "val_characters": len(corpus.val),
+                "python": corpus.python,
+            }
         seq_len = data["seq_len"]
         return lm_batches(corpus.train, seq_len), corpus.vocab_size, seq_len, description
     if task == "passkey":
