@@ -1,6 +1,7 @@
 # Shared helpers for the rule files. Every analysis rule (rules/analyses.smk) has named outputs
 # `metrics` (metrics.json, with its figures and tables listed) and `claims` (the ledger), and
 # `log:` and `benchmark:` under results/logs and results/benchmarks.
+import dataclasses
 import hashlib
 import importlib.util
 import subprocess
@@ -99,3 +100,22 @@ def analysis_code(name):
     is what Snakemake tracks)."""
     folder = Path(workflow.basedir, "analyses", name)
     return code_digest(files=[folder / f for f in ("spec.py", "compute.py", "present.py")])
+
+
+# ----- the report card (rules/report.smk)
+
+
+def card_sections(wildcards=None):
+    """The sections with columns on the report card, in report order: each one's spec's
+    columns (as data) and the files it reads them from."""
+    return [
+        {
+            "id": name,
+            "title": ANALYSES[name].title,
+            "columns": [dataclasses.asdict(c) for c in ANALYSES[name].card],
+            "metrics": str(rule.output.metrics),
+            "claims": str(rule.output.claims),
+        }
+        for name, rule in SECTIONS.items()
+        if ANALYSES[name].card
+    ]

@@ -3,7 +3,6 @@
 # files/, and merges results/claims.json. Rule `report_pdf` lays out report.pdf from data.json
 # with the same templates and stylesheet, so a change to print styling alone re-renders only
 # the PDF. `snakemake --report` builds Snakemake's own report from the report(...) outputs.
-import dataclasses
 from pathlib import Path
 
 from posenc import references
@@ -19,22 +18,6 @@ REPORT_RULES = ("report", "report_pdf")
 
 
 report: "../report_templates/snakemake/workflow.rst"
-
-
-def card_sections(wildcards=None):
-    """The sections with columns on the report card, in report order: each one's spec's
-    columns (as data) and the files it reads them from."""
-    return [
-        {
-            "id": name,
-            "title": ANALYSES[name].title,
-            "columns": [dataclasses.asdict(c) for c in ANALYSES[name].card],
-            "metrics": str(rule.output.metrics),
-            "claims": str(rule.output.claims),
-        }
-        for name, rule in SECTIONS.items()
-        if ANALYSES[name].card
-    ]
 
 
 # The report card: a row per configured encoding, a column per property the analyses declare

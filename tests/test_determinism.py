@@ -16,18 +16,28 @@ TIMING_PARTS = ("complexity", "benchmarks", "report", "logs", "timing")
 
 
 def result_files(run):
-    """Every JSON/CSV result but the timing files and the merged ledger (compared apart)."""
+    """Every JSON/CSV result but the timing files, the merged ledger and the report card
+    (compared apart)."""
     files = {}
     for path in sorted((run / "results").rglob("*")):
         rel = str(path.relative_to(run / "results"))
         if (
             path.is_file()
             and path.suffix in (".json", ".csv")
-            and rel != "claims.json"
+            and rel not in ("claims.json", "card/card.json")
             and not any(part in rel for part in TIMING_PARTS)
         ):
             files[rel] = path.read_bytes()
     return files
+
+
+def stable_card(run):
+    """The report card without its timed columns (the complexity section's)."""
+    card = json.loads((run / "results/card/card.json").read_text())
+    keep = [i for i, c in enumerate(card["columns"]) if c["section"] not in TIMING_PARTS]
+    return [c for i, c in enumerate(card["columns"]) if i in keep], [
+        [r["encoding"], [r["cells"][i] for i in keep]] for r in card["rows"]
+    ]
 
 
 def stable_ledger(run):
@@ -44,3 +54,4 @@ def test_two_cpu_runs_are_byte_identical(test_run, tmp_path):
     differing = [name for name in first if first[name] != second[name]]
     assert not differing, differing
     assert stable_ledger(test_run) == stable_ledger(again)
+    assert stable_card(test_run) == stable_card(again)

@@ -7,6 +7,8 @@ legends, in the report and on its report card, with no edit anywhere else."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,15 +37,21 @@ BASELINES = ("rope", "alibi")
 def toy_run(tmp_path_factory) -> Path:
     """The card's folder: ``posenc card`` run as documented, in a folder of its own."""
     out = tmp_path_factory.mktemp("card") / "card"
-    proc = subprocess.run(
-        [sys.executable, "-m", "posenc.cli", "card", str(HERE / "toy_encodings.py"), str(EXAMPLE),
-         "--config", "test", "--against", *BASELINES, "--cores", "2", "--out", str(out)],
-        capture_output=True, text=True, timeout=1800, cwd=out.parent,
-    )  # fmt: skip
+    toys = out.parent / "toy_encodings.py"  # a copy: the last test edits it
+    shutil.copy(HERE / "toy_encodings.py", toys)
+    proc = card(toys, out)
     assert proc.returncode == 0, proc.stderr[-6000:]
     # It prints the path of the report it wrote, and nothing else on stdout.
     assert proc.stdout.strip() == str(out / "results/report/index.html")
     return out
+
+
+def card(toys: Path, out: Path, *snakemake_args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "posenc.cli", "card", str(toys), str(EXAMPLE), "--config", "test",
+         "--against", *BASELINES, "--cores", "2", "--out", str(out), "--", *snakemake_args],
+        capture_output=True, text=True, timeout=1800, cwd=out.parent,
+    )  # fmt: skip
 
 
 def card_config(run: Path) -> dict:
@@ -93,3 +101,26 @@ def test_the_card_shows_the_plugins_next_to_the_baselines(toy_run):
     html = (toy_run / "results/report/index.html").read_text()
     assert html.index('id="card"') < html.index('id="claims"')
     assert "alibi_learned (plugin)" in html
+
+
+def test_editing_a_plugin_retrains_its_models(toy_run):
+    # A plugin's source is training code: after an edit, the next run plans to retrain.
+    toys = toy_run.parent / "toy_encodings.py"
+    source = toys.read_text()
+
+    def planned_training() -> int:
+        proc = card(toys, toy_run, "--dry-run")
+        log = proc.stdout + proc.stderr
+        assert proc.returncode == 0, log[-3000:]
+        # The dry run's job table: "extrapolation_train   N".
+        found = re.search(r"^extrapolation_train\s+(\d+)$", log, re.MULTILINE)
+        return int(found.group(1)) if found else 0
+
+    assert planned_training() == 0  # up to date
+    try:
+        toys.write_text(source + "\n# an edit\n")
+        retrained = planned_training()
+    finally:
+        toys.write_text(source)
+    models = len(list((toy_run / "results/extrapolation/models").rglob("model.pt")))
+    assert retrained == models > 0
