@@ -138,16 +138,20 @@ def card(args: argparse.Namespace) -> int:
         str(out / "card.yaml"),
         "--cores",
         str(args.cores),
+        # Before an option: --cache takes rule names, and would swallow a target after it.
+        *(["--cache"] if os.environ.get("SNAKEMAKE_OUTPUT_CACHE") else []),
         "--rerun-incomplete",
+        *args.snakemake_args,
     ]
-    if os.environ.get("SNAKEMAKE_OUTPUT_CACHE"):
-        command.append("--cache")
-    command += args.snakemake_args
     done = subprocess.run(command, cwd=out)
     if done.returncode:
         print(f"posenc card: the study failed (snakemake exit {done.returncode})", file=sys.stderr)
         return done.returncode
-    print(out / "results" / "report" / "index.html")
+    report = out / "results" / "report" / "index.html"
+    if report.is_file():
+        print(report)
+    else:  # snakemake was given targets short of the report (after --)
+        print(f"posenc card: done; no report in {out} yet", file=sys.stderr)
     return 0
 
 

@@ -52,16 +52,28 @@ def git_state():
     return {"commit": commit, "dirty": dirty}
 
 
-def code_digest(*modules, files=()):
+def code_digest(*modules, files=(), with_plugins=True):
     """A digest of the source of the modules a script imports (found, not imported: no torch
     at parse time) and of ``files``, for params: a change there reruns the rule and re-keys
-    the cache. The config's plugins count as code: editing one reruns what uses encodings."""
+    the cache. The config's plugins count as code: editing one reruns what uses encodings
+    (a rule whose jobs are each one model's says which plugin counts: ``plugin_digest``)."""
     digest = hashlib.sha256()
     for name in modules:
         digest.update(Path(importlib.util.find_spec(name).origin).read_bytes())
-    for path in [*map(Path, files), *plugins.sources(config["plugins"], workflow.basedir)]:
+    extra = plugins.sources(config["plugins"], workflow.basedir) if with_plugins else []
+    for path in [*map(Path, files), *extra]:
         digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def plugin_digest(model):
+    """For a job of one model (``rope+randomized`` say): a digest of the plugin that registered
+    its encoding, or None for a built-in. Editing a plugin then retrains its own models and no
+    others, so the baselines of two report cards are the same models (shared through --cache)."""
+    origin = ENCODING_META[variants.split_model(model)[0]].get("plugin")
+    if not origin:
+        return None
+    return code_digest(files=plugins.sources([origin], workflow.basedir), with_plugins=False)
 
 
 # ----- the rules built from each analysis' spec (rules/analyses.smk)

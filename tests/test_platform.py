@@ -103,8 +103,9 @@ def test_the_card_shows_the_plugins_next_to_the_baselines(toy_run):
     assert "alibi_learned (plugin)" in html
 
 
-def test_editing_a_plugin_retrains_its_models(toy_run):
-    # A plugin's source is training code: after an edit, the next run plans to retrain.
+def test_editing_a_plugin_retrains_its_models_and_no_others(toy_run):
+    # A plugin's source is its encodings' training code: after an edit, the next run plans to
+    # retrain them, and only them.
     toys = toy_run.parent / "toy_encodings.py"
     source = toys.read_text()
 
@@ -122,5 +123,8 @@ def test_editing_a_plugin_retrains_its_models(toy_run):
         retrained = planned_training()
     finally:
         toys.write_text(source)
-    models = len(list((toy_run / "results/extrapolation/models").rglob("model.pt")))
-    assert retrained == models > 0
+    # Only the edited plugin's models: the baselines' and the example's stay as they are.
+    models = toy_run / "results/extrapolation/models"
+    mine = [m for m in models.rglob("model.pt") if m.parts[-3].split("+")[0] in TOYS]
+    assert retrained == len(mine) > 0
+    assert len(mine) < len(list(models.rglob("model.pt")))

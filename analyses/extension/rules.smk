@@ -47,7 +47,9 @@ rule extension_finetune:
             "posenc.corpora",
             "posenc.rope_scaling",
             files=[Path(workflow.basedir, "analyses", "extension", "stages.py")],
+            with_plugins=False,
         ),
+        plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
         # Not an output (Snakemake deletes a failed job's outputs); removed once written.
         resume=lambda w: (

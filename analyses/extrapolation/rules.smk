@@ -68,8 +68,14 @@ rule extrapolation_train:
         # Snakemake's rerun check and the cache key see the script and the params, not the
         # modules it imports: a digest of the training code makes a change there retrain.
         code=code_digest(
-            "posenc.train", "posenc.model", "posenc.encodings", "posenc.data", "posenc.corpora"
+            "posenc.train",
+            "posenc.model",
+            "posenc.encodings",
+            "posenc.data",
+            "posenc.corpora",
+            with_plugins=False,
         ),
+        plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
         # Not an output: Snakemake would delete it when a job fails, and it must survive a
         # kill so that the rerun resumes. Removed once the model is written.
