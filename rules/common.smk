@@ -56,7 +56,7 @@ def code_digest(*modules, files=(), with_plugins=True):
     """A digest of the source of the modules a script imports (found, not imported: no torch
     at parse time) and of ``files``, for params: a change there reruns the rule and re-keys
     the cache. The config's plugins count as code: editing one reruns what uses encodings
-    (a rule whose jobs are each one model's says which plugin counts: ``plugin_digest``)."""
+    (or only one model's own plugin, for the jobs of one model each, ``plugin_digest``)."""
     digest = hashlib.sha256()
     for name in modules:
         digest.update(Path(importlib.util.find_spec(name).origin).read_bytes())
