@@ -14,25 +14,10 @@ A plugin is a Python file that calls ``register(EncodingSpec(...))`` at import. 
 and keys, or ``score_bias(q_pos, k_pos, causal)`` for the attention scores, as here.
 """
 
-import math
-
-import torch
 from torch import nn
 
-from posenc.encodings import EncodingSpec, PositionalEncoding, register
-
-
-def press_slopes(n_heads: int) -> list[float]:
-    """Press et al.'s geometric slopes for a power of two heads, and for other counts their
-    recipe: the power of two below, then every other slope of the power of two above."""
-
-    def power_of_two(n: int) -> list[float]:
-        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
-
-    if math.log2(n_heads).is_integer():
-        return power_of_two(n_heads)
-    below = 2 ** math.floor(math.log2(n_heads))
-    return power_of_two(below) + power_of_two(2 * below)[0::2][: n_heads - below]
+# The public API, and Press et al.'s slopes as the registry computes them.
+from posenc.encodings import EncodingSpec, PositionalEncoding, alibi_slopes, register
 
 
 class LearnedSlopeALiBi(PositionalEncoding):
@@ -40,8 +25,7 @@ class LearnedSlopeALiBi(PositionalEncoding):
 
     def __init__(self, params):
         super().__init__(params)
-        start = torch.tensor(press_slopes(params.n_heads), dtype=torch.float32)
-        self.log_slope = nn.Parameter(start.log())
+        self.log_slope = nn.Parameter(alibi_slopes(params.n_heads).float().log())
 
     def score_bias(self, q_pos, k_pos, causal):
         # (H, Lq, Lk): distances in float32 whatever the positions' dtype. The model masks the

@@ -29,20 +29,14 @@ class CardError(ValueError):
     """Bad input to ``posenc card``: the message is the one line shown."""
 
 
-def _load(path: Path) -> dict:
-    return yaml.safe_load(path.read_text()) or {}
+def merged(files: list[Path]) -> dict:
+    """The config ``files`` make, merged in order as Snakemake merges --configfile's."""
+    from snakemake.utils import update_config
 
-
-def _merge(base: dict, over: dict) -> dict:
-    """Snakemake's merge of config files: mappings key by key, anything else replaced."""
-    out = dict(base)
-    for key, value in over.items():
-        out[key] = (
-            _merge(out[key], value)
-            if isinstance(out.get(key), dict) and isinstance(value, dict)
-            else value
-        )
-    return out
+    config: dict = {}
+    for path in files:
+        update_config(config, yaml.safe_load(path.read_text()) or {})
+    return config
 
 
 def config_files(name: str) -> list[Path]:
@@ -77,9 +71,7 @@ def card_config(
 ) -> tuple[dict, list[str]]:
     """The config a card runs on (merged over ``--config``'s files) and the plugins'
     encodings. ``known``: the registry's metadata with the plugins loaded."""
-    base: dict = {}
-    for path in config_files(config):
-        base = _merge(base, _load(path))
+    base = merged(config_files(config))
     mine = [name for name, meta in known.items() if meta.get("plugin")]
     baselines = list(base["encodings"]) if against is None else list(against)
     unknown = [name for name in baselines if name not in known]

@@ -114,16 +114,22 @@ def load_corpus(
             f"a text of {len(ids)} characters holds {n_whole} blocks of {block}: too few for a "
             f"validation fraction of {val_fraction} (lower extrapolation.split_block)"
         )
+    spans = [(i * block, (i + 1) * block) for i in held_out]
+    return _split(text, vocab, ids, spans, val_blocks=len(held_out), block=block)
+
+
+def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -> CharCorpus:
+    """The corpus with the character ranges ``held_out`` (start, end) as validation and the
+    rest as training, each in text order; ``counts`` say how it was cut."""
     is_val = torch.zeros(len(ids), dtype=torch.bool)
-    for i in held_out:
-        is_val[i * block : (i + 1) * block] = True
+    for start, end in held_out:
+        is_val[start:end] = True
     return CharCorpus(
         vocab=vocab,
         train=ids[~is_val],
         val=ids[is_val],
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
-        val_blocks=len(held_out),
-        block=block,
+        **counts,
     )
 
 
@@ -137,14 +143,12 @@ def _by_files(val_fraction: float) -> CharCorpus:
             f"corpus {STDLIB}: {len(sources.paths)} files are too few for a validation "
             f"fraction of {val_fraction} (raise extrapolation.val_fraction)"
         )
-    is_val = torch.zeros(len(ids), dtype=torch.bool)
-    for i in held_out:
-        is_val[sources.starts[i] : sources.starts[i + 1]] = True
-    return CharCorpus(
-        vocab=vocab,
-        train=ids[~is_val],
-        val=ids[is_val],
-        sha256=hashlib.sha256(sources.text.encode("utf-8")).hexdigest(),
+    spans = [(sources.starts[i], sources.starts[i + 1]) for i in held_out]
+    return _split(
+        sources.text,
+        vocab,
+        ids,
+        spans,
         files=len(sources.paths),
         val_files=len(held_out),
         python=sources.python,

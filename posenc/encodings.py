@@ -751,7 +751,7 @@ class T5Bias(BiasEncoding):
         return table.index_select(1, buckets.flatten()).view(-1, *buckets.shape)  # (H, Lq, Lk)
 
 
-def _t5_bucket_by_hand(relative: int, bidirectional: bool, num_buckets: int, max_distance: int):
+def t5_bucket_by_hand(relative: int, bidirectional: bool, num_buckets: int, max_distance: int):
     """Raffel et al. 2020 (mesh-tensorflow's _relative_position_bucket), one offset
     ``relative = key - query`` at a time: with n = query - key, offsets 0 .. max_exact-1 get a
     bucket each, farther ones max_exact + floor(log(n / max_exact) / log(max_distance /
@@ -782,7 +782,7 @@ def t5_reference(module: PositionalEncoding, q_pos: Tensor, k_pos: Tensor, causa
     bias = [[[0.0] * len(k_pos) for _ in q_pos.tolist()] for _ in range(n_heads)]
     for a, i in enumerate(q_pos.tolist()):
         for b, j in enumerate(k_pos.tolist()):
-            bucket = _t5_bucket_by_hand(
+            bucket = t5_bucket_by_hand(
                 round(j) - round(i), not causal, p.t5_num_buckets, p.t5_max_distance
             )
             for h in range(n_heads):

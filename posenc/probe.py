@@ -83,6 +83,19 @@ def _finite(hook: str, out: Tensor, what: str, where: Tensor | None = None) -> N
         raise ProbeFailure(hook, f"returned {kind} in {int(bad.sum())} entries for {what}")
 
 
+def _unchanged(hook: str, what: str, quantity: str, before: Tensor, after: Tensor) -> None:
+    """``relative=True``: ``quantity`` is the same once every position moves by SHIFT, where
+    both are finite (a causal bias may mask with -inf alike)."""
+    keep = torch.isfinite(before) & torch.isfinite(after)
+    before, after = before[keep].double(), after[keep].double()
+    if not torch.allclose(before, after, rtol=RTOL, atol=ATOL):
+        raise ProbeFailure(
+            hook,
+            f"relative=True, but shifting the {what} by {SHIFT} changes the {quantity} by up to "
+            f"{(before - after).abs().max():.3g}",
+        )
+
+
 def _position_sets(spec: EncodingSpec) -> list[tuple[str, Tensor]]:
     sets = [("integer positions", torch.arange(LENGTH))]
     if any(e in FLOAT_POSITIONS for e in spec.extensions):
@@ -97,14 +110,9 @@ def _probe_input(module, spec, origin) -> None:
         _tensor(hook, out, (LENGTH, D_MODEL), pos, what)
         _finite(hook, out, what)
         if spec.relative:
-            shifted = _call(hook, origin, module.input_encoding, pos + SHIFT)
-            gram, moved = out.double() @ out.double().T, shifted.double() @ shifted.double().T
-            if not torch.allclose(gram, moved, rtol=RTOL, atol=ATOL):
-                raise ProbeFailure(
-                    hook,
-                    f"relative=True, but shifting the {what} by {SHIFT} changes the "
-                    f"products of its vectors by up to {(gram - moved).abs().max():.3g}",
-                )
+            shifted = _call(hook, origin, module.input_encoding, pos + SHIFT).double()
+            gram = out.double() @ out.double().T
+            _unchanged(hook, what, "products of its vectors", gram, shifted @ shifted.T)
 
 
 def _probe_qk(module, spec, origin) -> None:
@@ -124,12 +132,7 @@ def _probe_qk(module, spec, origin) -> None:
             moved = _call(hook, origin, module.rotate, q, k, pos + SHIFT, pos + SHIFT)
             scores = out[0].double() @ out[1].double().transpose(-1, -2)
             again = moved[0].double() @ moved[1].double().transpose(-1, -2)
-            if not torch.allclose(scores, again, rtol=RTOL, atol=ATOL):
-                raise ProbeFailure(
-                    hook,
-                    f"relative=True, but shifting the {what} by {SHIFT} changes the "
-                    f"scores q·k by up to {(scores - again).abs().max():.3g}",
-                )
+            _unchanged(hook, what, "scores q·k", scores, again)
 
 
 def _probe_bias(module, spec, origin) -> None:
@@ -144,14 +147,7 @@ def _probe_bias(module, spec, origin) -> None:
             _finite(hook, out, case, allowed)
             if spec.relative:
                 moved = _call(hook, origin, module.score_bias, queries + SHIFT, pos + SHIFT, causal)
-                keep = torch.isfinite(out) & torch.isfinite(moved)
-                if not torch.allclose(out[keep].double(), moved[keep].double(), RTOL, ATOL):
-                    change = (out[keep] - moved[keep]).abs().max()
-                    raise ProbeFailure(
-                        hook,
-                        f"relative=True, but shifting the {case} by {SHIFT} changes the "
-                        f"bias by up to {change:.3g}",
-                    )
+                _unchanged(hook, case, "bias", out, moved)
 
 
 def _probe_model(module, spec, origin) -> None:

@@ -253,12 +253,23 @@ def test_the_card_study_adds_what_the_sections_need():
     assert overrides["encodings"][:2] == ["mine", "alibi"]
     assert {"rope", "learned"} <= set(overrides["encodings"])
     default, _ = cli.card_config([Path("/p.py")], None, "default", known)
-    base = cli._load(ROOT / "config" / "config.yaml")["encodings"]
+    base = cli.merged([ROOT / "config" / "config.yaml"])["encodings"]
     assert default["encodings"] == ["mine", *base]
 
 
 def test_the_card_json_is_plain_data(tmp_path):
-    data = card.build([], ["rope"], {"rope": {"summary": "RoPE", "plugin": None}})
+    # Intervals, facts and routed cells alike: card.json holds what the report shows, unchanged
+    # by a round trip through JSON (no tuples, no objects).
+    interval = {"estimate": 1.5, "low": 1.2, "high": 1.9}
+    evidence = {"bits": {"rope": interval}, "fact": {"rope": True}, "f": {"ours": 0.1}}
+    columns = [
+        CardColumn("bits", "bits"),
+        CardColumn("fact", "fact"),
+        CardColumn("routed", (), routes=(("rope", "f", "ours", None),)),
+    ]
+    section = {"id": "a", "title": "A", "columns": columns, "evidence": evidence, "ledger": []}
+    data = card.build([section], ["rope"], {"rope": {"summary": "RoPE", "plugin": None}})
+    assert [c["text"] for c in data["rows"][0]["cells"]] == ["1.5", "yes", "0.1"]
     assert json.loads(json.dumps(data)) == data
 
 

@@ -27,7 +27,6 @@ from posenc.encodings import (
     PositionOutOfRange,
     QKEncoding,
     Sinusoidal,
-    _t5_bucket_by_hand,
     alibi_bias,
     alibi_slopes,
     apply_rope,
@@ -36,6 +35,7 @@ from posenc.encodings import (
     rope_cos_sin,
     sinusoidal_reference,
     sinusoidal_table,
+    t5_bucket_by_hand,
     t5_relative_bucket,
 )
 from posenc.model import Attention, ModelConfig, TransformerStack
@@ -515,7 +515,7 @@ def test_alibi_bias_matches_loop(heads, causal):
 def test_t5_buckets_match_reference(bidirectional, num_buckets, max_distance):
     rel = torch.arange(-300, 301)
     got = t5_relative_bucket(rel, bidirectional, num_buckets, max_distance)
-    want = [_t5_bucket_by_hand(r, bidirectional, num_buckets, max_distance) for r in rel.tolist()]
+    want = [t5_bucket_by_hand(r, bidirectional, num_buckets, max_distance) for r in rel.tolist()]
     assert got.tolist() == want
     assert got.max() < num_buckets
 

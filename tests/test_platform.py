@@ -14,7 +14,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import yaml
 
 from posenc import cli
 from posenc.analysis import discover
@@ -55,10 +54,7 @@ def card(toys: Path, out: Path, *snakemake_args: str) -> subprocess.CompletedPro
 
 
 def card_config(run: Path) -> dict:
-    config: dict = {}
-    for path in [*cli.config_files("test"), run / "card.yaml"]:
-        config = cli._merge(config, yaml.safe_load(path.read_text()))
-    return config
+    return cli.merged([*cli.config_files("test"), run / "card.yaml"])
 
 
 def _text(paths) -> str:

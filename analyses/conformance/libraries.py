@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from posenc.encodings import t5_bucket_by_hand
+
 # Layouts of a head's rotation pairs: Su et al.'s (2i, 2i+1), or GPT-NeoX's (i, i + d/2).
 INTERLEAVED, HALF = "interleaved", "half"
 
@@ -305,23 +307,6 @@ def paper_alibi_slopes(n: int) -> list[float]:
     )
 
 
-def paper_t5_bucket(
-    relative_position: int, bidirectional: bool, num_buckets: int, max_distance: int
-):
-    """Raffel et al.'s bucket of ``relative_position`` = key - query, as the Mesh TensorFlow
-    code writes it, in float64 (Python floats): half the buckets exact, the rest log-spaced up to
-    ``max_distance``; bidirectional spends half of them on keys after the query."""
-    ret, n = 0, -relative_position
-    if bidirectional:
-        num_buckets //= 2
-        ret += num_buckets if n < 0 else 0
-        n = abs(n)
-    else:
-        n = max(n, 0)
-    max_exact = num_buckets // 2
-    if n < max_exact:
-        return ret + n
-    large = max_exact + int(
-        math.log(n / max_exact) / math.log(max_distance / max_exact) * (num_buckets - max_exact)
-    )
-    return ret + min(large, num_buckets - 1)
+# Raffel et al.'s bucket of one relative position (key - query), as the Mesh TensorFlow code
+# writes it, in Python floats: the registry's own naive loop, which holds our T5 module too.
+paper_t5_bucket = t5_bucket_by_hand
