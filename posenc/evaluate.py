@@ -43,6 +43,7 @@ from torch import Tensor, nn
 
 from posenc.data import IGNORE, PasskeyTask, RandomizedPositions
 from posenc.encodings import REGISTRY, PositionOutOfRange, Rotary
+from posenc.rope_scaling import ntk_scaled_base
 
 EXTENSIONS = ("pi", "ntk")  # context-extension methods for RoPE, besides the plain model
 CPU = torch.device("cpu")
@@ -73,7 +74,7 @@ def ntk_base(base: float, scale: float, head_dim: int) -> float:
         raise ValueError(f"NTK scaling needs a head dimension > 2, got {head_dim}")
     if scale <= 1.0:
         return float(base)
-    return float(base) * scale ** (head_dim / (head_dim - 2))
+    return ntk_scaled_base(float(base), scale, head_dim)
 
 
 def rotary_of(model: nn.Module) -> Rotary | None:

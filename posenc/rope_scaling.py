@@ -58,11 +58,17 @@ def _pi(head_dim, base, scale, original_length, length, params) -> ScaledRope:
     return ScaledRope(tuple(theta / scale for theta in rope_inv_freq(head_dim, base)))
 
 
+def ntk_scaled_base(base: float, scale: float, head_dim: int) -> float:
+    """The NTK-aware base for an effective scale: base * scale^(d / (d - 2)), the one formula
+    behind NTK-aware scaling, its dynamic form and the extrapolation section's NTK models."""
+    return base * scale ** (head_dim / (head_dim - 2))
+
+
 def _ntk(head_dim, base, scale, original_length, length, params) -> ScaledRope:
     """NTK-aware scaling (bloc97 2023; Peng et al. 2023 §3.1, eqs. 15-16):
     base' = base * s^(d / (d - 2)), theta_i' = base'^(-2i/d). The exponent makes the lowest
     frequency, pair d/2 - 1, exactly theta / s while pair 0 keeps theta = 1. Factor 1."""
-    return ScaledRope(rope_inv_freq(head_dim, base * scale ** (head_dim / (head_dim - 2))))
+    return ScaledRope(rope_inv_freq(head_dim, ntk_scaled_base(base, scale, head_dim)))
 
 
 def _dynamic(head_dim, base, scale, original_length, length, params) -> ScaledRope:
@@ -78,10 +84,8 @@ def _dynamic(head_dim, base, scale, original_length, length, params) -> ScaledRo
     """
     if length <= original_length:
         return ScaledRope(rope_inv_freq(head_dim, base))
-    dynamic_base = base * ((scale * length / original_length) - (scale - 1)) ** (
-        head_dim / (head_dim - 2)
-    )
-    return ScaledRope(rope_inv_freq(head_dim, dynamic_base))
+    effective = (scale * length / original_length) - (scale - 1)
+    return ScaledRope(rope_inv_freq(head_dim, ntk_scaled_base(base, effective, head_dim)))
 
 
 def yarn_correction_range(
