@@ -56,6 +56,10 @@ include: "rules/analyses.smk"
 include: "rules/report.smk"
 
 
+# The code digests are known now: keep what was parsed for the next parse (posenc.codegraph).
+CODE.save()
+
+
 rule all:
     default_target: True
     input:

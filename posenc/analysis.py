@@ -191,6 +191,11 @@ def placeholders_named(template: str) -> str:
     return FIELD.sub(lambda m: f"*{m.group(1)}*", template)
 
 
+# The parts of an analysis' folder that the generic runner (workflow/scripts/analysis.py) loads
+# by a computed name: the rules' code digests start from them, as no import statement names them.
+PARTS = ("spec", "compute", "present")
+
+
 def load_spec(path: str | Path) -> AnalysisSpec:
     """The ``SPEC`` of one ``analyses/<id>/spec.py``, imported by file path: no package
     import, nothing heavy."""

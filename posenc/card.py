@@ -17,10 +17,22 @@ from typing import Any
 from posenc.analysis import CardColumn
 from posenc.claims import is_interval
 
-# Cell colours by verdict: the claim holds for that encoding, fails, or there is no verdict
-# (no claim judges the number, or the claim does not cover that encoding).
-COLOURS = {"pass": "#d4edda", "fail": "#f8d7da", None: "#eceff1", "missing": "#ffffff"}
-VERDICT_WORDS = {"pass": "holds", "fail": "fails", None: "no verdict"}
+# Cell colours by verdict: the claim holds for that encoding, fails, the evidence cannot decide
+# it (an interval straddles the threshold), or there is no verdict (no claim judges the
+# number, or the claim does not cover that encoding).
+COLOURS = {
+    "pass": "#d4edda",
+    "fail": "#f8d7da",
+    "inconclusive": "#fff3cd",
+    None: "#eceff1",
+    "missing": "#ffffff",
+}
+VERDICT_WORDS = {
+    "pass": "holds",
+    "fail": "fails",
+    "inconclusive": "inconclusive",
+    None: "no verdict",
+}
 
 
 class _Scalars(dict):
@@ -160,11 +172,11 @@ def figure(card: dict[str, Any]):
     ax.legend(
         handles=[
             Patch(facecolor=COLOURS[v], edgecolor="grey", label=f"claim {VERDICT_WORDS[v]}")
-            for v in ("pass", "fail", None)
+            for v in ("pass", "fail", "inconclusive", None)
         ],
         loc="upper center",
         bbox_to_anchor=(0.5, -0.02),
-        ncol=3,
+        ncol=4,
         fontsize=7.5,
         frameon=False,
     )

@@ -8,19 +8,23 @@ at parse time.
 
 Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a list of
 
-    {"id", "kind", "statement", "measured", "expected", "verdict": "pass" | "fail" | "n/a",
-     "references", "section", "reason"}
+    {"id", "kind", "statement", "measured", "expected",
+     "verdict": "pass" | "fail" | "inconclusive" | "n/a", "references", "section", "reason"}
 
-``reason`` says why a claim is n/a (generated, never hand-written). ``outcomes`` holds, for
-each check whose evidence is a mapping (``{encoding: value}``, say), the verdict of each of its
-entries, ``{evidence: {key: "pass" | "fail"}}``: the report card colours one encoding's cell
-by it, rather than judging anything itself. ``kind`` is one of
-:data:`KINDS`, so the report can count identities, software checks and empirical claims apart.
+``reason`` says why a claim is n/a or inconclusive (generated, never hand-written).
+``outcomes`` holds, for each check whose evidence is a mapping (``{encoding: value}``, say),
+the verdict of each of its entries, ``{evidence: {key: "pass" | "fail" | "inconclusive"}}``:
+the report card colours one encoding's cell by it, rather than judging anything itself.
+``kind`` is one of :data:`KINDS`, so the report can count identities, software checks and
+empirical claims apart.
 The report merges them.
 
 Evidence may be an interval ``{"estimate", "low", "high"}`` (see :func:`interval`): a check on
-it passes only when the whole interval does, i.e. both bounds, so a verdict never rests on a
-point estimate whose interval straddles the threshold.
+it passes when the whole interval does, fails when the whole interval fails, and is
+``inconclusive`` when the interval straddles the threshold: the evidence cannot decide it, and
+a verdict never rests on a point estimate. A claim fails when any of its checks (or any entry
+of a mapping) fails, is inconclusive when none fails but one is inconclusive, and passes when
+all pass; an inconclusive claim's reason names the entries, their intervals and the bound.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-VERDICTS = ("pass", "fail", "n/a")
+VERDICTS = ("pass", "fail", "inconclusive", "n/a")
 # What a claim's verdict can tell a reader, so that "28 of 30 hold" does not mix them:
 #   identity  - a mathematical identity checked numerically, to rounding: it can only fail
 #               through a bug or a rounding bound that is wrong;
@@ -218,18 +222,70 @@ def _minus(value: Any, reference: Any) -> Any:
     return value - reference
 
 
-def _passes(check: Check, value: Any, threshold: Any) -> bool:
-    if is_interval(value):  # the whole interval: both bounds (the estimate lies between)
-        return _passes(check, value["low"], threshold) and _passes(check, value["high"], threshold)
+def _combine(verdicts: list[str]) -> str:
+    """The verdict of all of ``verdicts`` together: any fail fails, else any inconclusive is
+    inconclusive, else pass."""
+    if "fail" in verdicts:
+        return "fail"
+    return "inconclusive" if "inconclusive" in verdicts else "pass"
+
+
+def _interval_verdict(check: Check, low: Any, high: Any, threshold: Any) -> str:
+    """An interval [low, high] against a threshold: pass when every value in it passes, fail
+    when none does, inconclusive when it straddles the threshold."""
+    if not all(_number(x) and math.isfinite(x) for x in (low, high)):
+        return "fail"  # a bound that is NaN or infinite never satisfies a threshold
+    if check.op in ("within", "outside"):
+        inside = abs(low) <= threshold and abs(high) <= threshold
+        apart = high < -threshold or low > threshold  # no value of it within ±threshold
+        hold, miss = (inside, apart) if check.op == "within" else (apart, inside)
+    elif check.op == "==":
+        hold, miss = low == high == threshold, not low <= threshold <= high
+    else:  # a monotone comparison: its bounds decide
+        test = COMPARISONS[check.op][0]
+        hold = test(low, threshold) and test(high, threshold)
+        miss = not test(low, threshold) and not test(high, threshold)
+    return "pass" if hold else "fail" if miss else "inconclusive"
+
+
+def _verdict(check: Check, value: Any, threshold: Any) -> str:
+    """``"pass"``, ``"fail"`` or ``"inconclusive"`` (an interval straddles the threshold)."""
+    if is_interval(value):
+        return _interval_verdict(check, value["low"], value["high"], threshold)
     if isinstance(value, Mapping):
-        return all(_passes(check, v, threshold) for v in value.values())
+        return _combine([_verdict(check, v, threshold) for v in value.values()])
     if isinstance(value, (list, tuple)) and check.op != "is":
-        return bool(value) and all(_passes(check, v, threshold) for v in value)
+        if not value:
+            return "fail"
+        return _combine([_verdict(check, v, threshold) for v in value])
     if check.op == "is":
-        return value is check.value
+        return "pass" if value is check.value else "fail"
     if not _number(value) or not math.isfinite(value):
-        return False  # NaN (written as null) or inf never satisfies a threshold
-    return COMPARISONS[check.op][0](value, threshold)
+        return "fail"  # NaN (written as null) or inf never satisfies a threshold
+    return "pass" if COMPARISONS[check.op][0](value, threshold) else "fail"
+
+
+def _passes(check: Check, value: Any, threshold: Any) -> bool:
+    return _verdict(check, value, threshold) == "pass"
+
+
+def _straddling(check: Check, value: Any, threshold: Any, shown: Any, where: str = "") -> list[str]:
+    """The intervals in ``value`` (the difference from a reference, for ``of``) that straddle
+    the threshold, as text naming each entry and its interval as measured (``shown``)."""
+    if is_interval(value):
+        if _interval_verdict(check, value["low"], value["high"], threshold) != "inconclusive":
+            return []
+        text = f"[{_text(shown['low'])}, {_text(shown['high'])}]"
+        return [f"{where} {text}".strip()]
+    if isinstance(value, Mapping):
+        return [
+            s
+            for k, v in value.items()
+            for s in _straddling(check, v, threshold, shown[k], f"{where} {k}".strip())
+        ]
+    if isinstance(value, (list, tuple)):
+        return [s for v, w in zip(value, shown) for s in _straddling(check, v, threshold, w, where)]
+    return []
 
 
 def _outcomes(check: Check, value: Any, reference: Any, bound: Any) -> dict[str, str] | None:
@@ -239,7 +295,7 @@ def _outcomes(check: Check, value: Any, reference: Any, bound: Any) -> dict[str,
         return None
     if check.of:
         value = _minus(value, reference)
-    return {str(k): "pass" if _passes(check, v, bound) else "fail" for k, v in value.items()}
+    return {str(k): _verdict(check, v, bound) for k, v in value.items()}
 
 
 def _reference(check: Check, evidence: Mapping[str, Any], thresholds: Mapping[str, Any]) -> Any:
@@ -319,15 +375,22 @@ def evaluate(
             verdict = "n/a"
             reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"
         else:
-            passed = all(
-                _passes(
+            judged = [
+                (
                     c,
                     _minus(v, _reference(c, evidence, thresholds)) if c.of else v,
                     _bound(c, thresholds, evidence),
                 )
                 for c, v in zip(claim.checks, values)
-            )
-            verdict, reason = ("pass" if passed else "fail"), None
+            ]
+            verdict, reason = _combine([_verdict(*j) for j in judged]), None
+            if verdict == "inconclusive":
+                reason = "; ".join(
+                    f"the interval of {c.name} straddles the threshold "
+                    f"({expected(c, thresholds, raw, evidence)}): {', '.join(found)}"
+                    for (c, v, bound), raw in zip(judged, values)
+                    if (found := _straddling(c, v, bound, raw))
+                )
         outcomes = {}
         if verdict != "n/a":
             for c, v in zip(claim.checks, values):

@@ -39,8 +39,13 @@ CODE = [
 
 def digest(plugin_entries: list[str], root: str | Path) -> str:
     h = hashlib.sha256(sys.version.encode())
-    for path in [*CODE, *plugins.sources(plugin_entries, root)]:
-        h.update(str(path).encode())
+    # The project's own modules by name, so that a moved checkout keeps its cache; a plugin by
+    # its full path, which the metadata records.
+    for name, path in [
+        *((p.name, p) for p in CODE),
+        *((str(p), p) for p in plugins.sources(plugin_entries, root)),
+    ]:
+        h.update(name.encode())
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 

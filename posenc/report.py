@@ -603,14 +603,15 @@ def build_context(
     log_dir: str | Path,
     ignore_benchmarks: tuple[str, ...] = (),
     timing_rules: dict[str, str] | None = None,
-    code_digests: dict[str, str] | None = None,
+    code_digests: dict[str, dict] | None = None,
     card: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain JSON data (``data.json``); both media render it.
 
     ``timing_rules`` maps each rule without a benchmark to its ``timing`` output pattern (see
-    :func:`read_timings`); ``code_digests`` maps rules to the digest of the code they run (their
-    ``code`` param), shown in the provenance; ``card`` is the report card's card.json."""
+    :func:`read_timings`); ``code_digests`` maps rules to ``{"digest", "modules"}``: the digest of
+    the code they run (their ``code`` param) and the modules it covers, shown in the
+    provenance; ``card`` is the report card's card.json."""
     config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
     _check_download_names(loaded)
@@ -647,7 +648,7 @@ def build_context(
         "sections": loaded,
         "ledger": ledger,
         "claims": claims,
-        "counts": {v: sum(c["verdict"] == v for c in ledger) for v in ("pass", "fail", "n/a")},
+        "counts": {v: sum(c["verdict"] == v for c in ledger) for v in VERDICTS},
         "counts_by_kind": counts_by_kind(ledger),
         "jobs": jobs,
         "job_summary": job_summary(jobs, started),

@@ -87,6 +87,15 @@ class Bootstrap:
         resampled = values[seeds[:, :, None], units[:, None, :]]
         return Resampled(float(values.mean()), resampled.mean(axis=(1, 2)))
 
+    def median(self, values: np.ndarray, units_of: Hashable) -> Resampled:
+        """The median of ``values`` (a 1-d array of units: timed blocks, say), resampled over
+        its units."""
+        values = np.asarray(values, dtype=float)
+        if values.ndim != 1 or values.size == 0:
+            raise ValueError(f"values must be a non-empty 1-d array, got {values.shape}")
+        units = self._indices(("units", units_of), len(values))
+        return Resampled(float(np.median(values)), np.median(values[units], axis=1))
+
     def within(self, values: np.ndarray, units_of: Hashable) -> Resampled:
         """One model's mean over its units (a 1-d array), resampled over units only: the
         interval of that model alone, to tell whether seeds disagree."""

@@ -4,6 +4,8 @@
 # with stages before it (training, say) keeps them in analyses/<id>/rules.smk. The helpers that
 # build the outputs live in common.smk (a rule file holds rules, not functions).
 
+ANALYSIS_SCRIPT = "../workflow/scripts/analysis.py"
+
 for name, spec in ANALYSES.items():
     if Path(workflow.basedir, "analyses", name, "rules.smk").is_file():
 
@@ -36,12 +38,13 @@ for name, spec in ANALYSES.items():
             runtime=spec.resources.runtime,
         params:
             analysis=name,
-            root=workflow.basedir,
+            # Relative, so that a finished run moved elsewhere reruns nothing.
+            root=os.path.relpath(workflow.basedir),
             cfg=config[name],
             config={key: config[key] for key in spec.uses},
             plugins=config["plugins"],
             code=analysis_code(name),
         script:
-            "../workflow/scripts/analysis.py"
+            ANALYSIS_SCRIPT
 
     SECTIONS[name] = getattr(rules, name)

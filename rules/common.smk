@@ -2,12 +2,11 @@
 # `metrics` (metrics.json, with its figures and tables listed) and `claims` (the ledger), and
 # `log:` and `benchmark:` under results/logs and results/benchmarks.
 import dataclasses
-import hashlib
-import importlib.util
+import os
 import subprocess
 from pathlib import Path
 
-from posenc import plugins, variants
+from posenc import codegraph, plugins, variants
 from posenc.analysis import placeholders_named
 
 # Report sections in order: the rule that writes each analysis' metrics.json and claims.json.
@@ -52,28 +51,37 @@ def git_state():
     return {"commit": commit, "dirty": dirty}
 
 
-def code_digest(*modules, files=(), with_plugins=True):
-    """A digest of the source of the modules a script imports (found, not imported: no torch
-    at parse time) and of ``files``, for params: a change there reruns the rule and re-keys
-    the cache. The config's plugins count as code: editing one reruns what uses encodings
-    (or only one model's own plugin, for the jobs of one model each, ``plugin_digest``)."""
-    digest = hashlib.sha256()
-    for name in modules:
-        digest.update(Path(importlib.util.find_spec(name).origin).read_bytes())
+# Every rule's `code` param is a digest of the meaning of the project modules its script
+# imports, found from the source (posenc.codegraph): a change of meaning there reruns the rule
+# and re-keys the shared cache; a comment, docstring or formatting change reruns nothing.
+# Snakemake's own code trigger (a script newer than its outputs) is off in profiles/default,
+# so that this digest alone decides, for the entry scripts too.
+CODE = codegraph.project_graph(
+    workflow.basedir, Path(workflow.basedir, ".snakemake", "posenc", "codegraph.json")
+)
+
+
+def code_digest(script, *modules, with_plugins=True):
+    """The digest of the code that a job of the calling rule runs. ``script`` is its script
+    (relative to the rule file being parsed, as Snakemake reads it) with all it imports;
+    ``modules`` are files (relative to the workflow's folder) that it imports by a computed
+    name. With ``with_plugins``, the config's plugins count too (for jobs that build every
+    encoding)."""
+    here = Path(workflow.current_basedir.get_path_or_uri(secret_free=True))
+    roots = [here / script, *(Path(workflow.basedir, m) for m in modules)]
     extra = plugins.sources(config["plugins"], workflow.basedir) if with_plugins else []
-    for path in [*map(Path, files), *extra]:
-        digest.update(path.read_bytes())
-    return digest.hexdigest()[:16]
+    return CODE.digest(roots, extra)["digest"]
 
 
 def plugin_digest(model):
     """For a job of one model (``rope+randomized`` say): a digest of the plugin that registered
-    its encoding, or None for a built-in. Editing a plugin then retrains its own models and no
-    others, so the baselines of two report cards are the same models (shared through --cache)."""
+    its encoding and what it imports, or None for a built-in. Editing a plugin then retrains
+    its own models and no others, so the baselines of two report cards are the same models
+    (shared through --cache)."""
     origin = ENCODING_META[variants.split_model(model)[0]].get("plugin")
     if not origin:
         return None
-    return code_digest(files=plugins.sources([origin], workflow.basedir), with_plugins=False)
+    return CODE.digest([], plugins.sources([origin], workflow.basedir))["digest"]
 
 
 # ----- the rules built from each analysis' spec (rules/analyses.smk)
@@ -108,10 +116,9 @@ def analysis_outputs(name, spec):
 
 
 def analysis_code(name):
-    """The analysis' own code: a change to it reruns the analysis (the generic script alone
-    is what Snakemake tracks)."""
-    folder = Path(workflow.basedir, "analyses", name)
-    return code_digest(files=[folder / f for f in ("spec.py", "compute.py", "present.py")])
+    """The code of an analysis' job. The generic script, and the parts of the analysis it
+    imports by name (posenc.analysis.PARTS), with all they import."""
+    return code_digest(ANALYSIS_SCRIPT, *(f"analyses/{name}/{part}.py" for part in analysis.PARTS))
 
 
 # ----- the report card (rules/report.smk)

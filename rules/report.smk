@@ -3,18 +3,24 @@
 # files/, and merges results/claims.json. Rule `report_pdf` lays out report.pdf from data.json
 # with the same templates and stylesheet, so a change to print styling alone re-renders only
 # the PDF. `snakemake --report` builds Snakemake's own report from the report(...) outputs.
+import os
 from pathlib import Path
 
 from posenc import references
 from posenc.report import screen_digest
 
-TEMPLATE_DIR = Path(workflow.basedir, "report_templates")
+# Relative to the working folder, so that a finished run moved elsewhere reruns nothing.
+BASE = Path(os.path.relpath(workflow.basedir))
+TEMPLATE_DIR = BASE / "report_templates"
 # The report's own templates and each analysis' section template, in its folder.
 REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2")) + [
-    str(Path(workflow.basedir, "analyses", name, "section.html.j2")) for name in ANALYSES
+    str(BASE / "analyses" / name / "section.html.j2") for name in ANALYSES
 ]
 STYLESHEET = str(TEMPLATE_DIR / "style.css")
 REPORT_RULES = ("report", "report_pdf")
+CARD_SCRIPT = "../workflow/scripts/card.py"
+REPORT_SCRIPT = "../workflow/scripts/render_report.py"
+PDF_SCRIPT = "../workflow/scripts/render_pdf.py"
 
 
 report: "../report_templates/snakemake/workflow.rst"
@@ -44,9 +50,9 @@ rule card:
             name: {"summary": meta["summary"], "plugin": meta.get("plugin")}
             for name, meta in ENCODING_META.items()
         },
-        code=code_digest("posenc.card", files=[Path(workflow.basedir, "workflow/scripts/card.py")]),
+        code=code_digest(CARD_SCRIPT, with_plugins=False),
     script:
-        "../workflow/scripts/card.py"
+        CARD_SCRIPT
 
 
 rule report:
@@ -116,9 +122,10 @@ rule report:
             for r in workflow.rules
             if r.benchmark is None and "timing" in r.output.keys() and r.name not in REPORT_RULES
         },
-        # The digest of the code each rule runs (its `code` param), for the provenance.
+        # The digest of the code each rule runs (its `code` param) and the modules it
+        # covers, for the provenance.
         code_digests=lambda w: {
-            r.name: r.params.code
+            r.name: {"digest": r.params.code, **CODE.covered[r.params.code]}
             for r in workflow.rules
             if "code" in r.params.keys() and isinstance(r.params.code, str)
         },
@@ -126,8 +133,9 @@ rule report:
         # The templates' folder, where the stylesheet sits.
         templates=lambda w, input: str(Path(input.stylesheet).parent),
         screen_css=screen_digest(STYLESHEET),
+        code=code_digest(REPORT_SCRIPT, with_plugins=False),
     script:
-        "../workflow/scripts/render_report.py"
+        REPORT_SCRIPT
 
 
 rule report_pdf:
@@ -152,5 +160,6 @@ rule report_pdf:
         runtime=10,
     params:
         templates=lambda w, input: str(Path(input.stylesheet).parent),
+        code=code_digest(PDF_SCRIPT, with_plugins=False),
     script:
-        "../workflow/scripts/render_pdf.py"
+        PDF_SCRIPT

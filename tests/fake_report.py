@@ -108,6 +108,13 @@ def failing(cid: str, section: str, kind: str = "empirical") -> dict:
     return evaluate([claim], {"error": {"max": 0.2}}, {"thresholds": {"limit": 0.1}}, section)[0]
 
 
+def undecided(cid: str, section: str) -> dict:
+    """An empirical claim whose interval straddles its threshold: inconclusive."""
+    claim = Claim(cid, "It may hold.", (Check("slope", "<", "limit"),), kind="empirical")
+    evidence = {"slope": {"estimate": 0.09, "low": 0.05, "high": 0.15}}
+    return evaluate([claim], evidence, {"thresholds": {"limit": 0.1}}, section)[0]
+
+
 def corrupt(path: str | Path, text: str) -> None:
     Path(path).write_text(text)
 

@@ -333,7 +333,8 @@ def test_of_may_name_a_centre_set_in_the_config():
     assert c["verdict"] == "fail"
 
 
-# Interval evidence: a verdict rests on the whole interval, never on its point estimate alone.
+# Interval evidence: a verdict rests on the whole interval, never on its point estimate alone;
+# an interval that straddles the threshold cannot decide the claim: inconclusive.
 def _interval_claim(op="<=", threshold="margin"):
     return Claim(
         "a.flat",
@@ -347,11 +348,20 @@ def _interval_claim(op="<=", threshold="margin"):
     ("low", "estimate", "high", "op", "verdict"),
     [
         (-0.02, 0.01, 0.04, "within", "pass"),  # the whole interval inside +-0.05
-        (-0.02, 0.01, 0.09, "within", "fail"),  # estimate inside, upper bound outside
+        (-0.02, 0.01, 0.09, "within", "inconclusive"),  # estimate inside, upper bound outside
+        (0.06, 0.08, 0.09, "within", "fail"),  # the whole interval outside
+        (-0.09, -0.07, -0.06, "within", "fail"),
+        (-0.09, 0.0, 0.09, "within", "inconclusive"),  # both bounds outside, on either side
+        (-0.09, -0.07, -0.06, "outside", "pass"),
+        (0.01, 0.04, 0.09, "outside", "inconclusive"),
+        (-0.04, 0.0, 0.04, "outside", "fail"),
         (0.31, 0.4, 0.5, ">=", "pass"),
-        (0.2, 0.4, 0.5, ">=", "fail"),  # estimate above 0.3, lower bound below
+        (0.2, 0.4, 0.5, ">=", "inconclusive"),  # estimate above 0.3, lower bound below
+        (0.1, 0.2, 0.25, ">=", "fail"),
         (-0.1, 0.0, 0.04, "<=", "pass"),
-        (-0.1, 0.0, 0.06, "<=", "fail"),
+        (-0.1, 0.0, 0.06, "<=", "inconclusive"),
+        (0.06, 0.07, 0.08, "<=", "fail"),
+        (float("nan"), 0.0, 0.01, "<=", "fail"),  # an undefined bound never satisfies
     ],
 )
 def test_interval_evidence_is_judged_by_its_bounds(low, estimate, high, op, verdict):
@@ -363,7 +373,15 @@ def test_interval_evidence_is_judged_by_its_bounds(low, estimate, high, op, verd
         "a",
     )
     assert ledger[0]["verdict"] == verdict
-    assert ledger[0]["measured"] == {"estimate": estimate, "low": low, "high": high}
+    if verdict == "inconclusive":  # the reason is generated: the interval and the bound
+        assert ledger[0]["reason"] == (
+            f"the interval of change straddles the threshold ({ledger[0]['expected']}): "
+            f"[{low:g}, {high:g}]"
+        )
+    else:
+        assert ledger[0]["reason"] is None
+    if low == low:  # not NaN
+        assert ledger[0]["measured"] == {"estimate": estimate, "low": low, "high": high}
     assert "(the whole interval)" in ledger[0]["expected"]
     assert "for each" not in ledger[0]["expected"]
 
@@ -371,7 +389,15 @@ def test_interval_evidence_is_judged_by_its_bounds(low, estimate, high, op, verd
 def test_a_mapping_of_intervals_passes_only_when_every_interval_does():
     evidence = {"change": {"x": interval(0.0, -0.01, 0.01), "y": interval(0.0, -0.01, 0.2)}}
     ledger = evaluate([_interval_claim("within")], evidence, {"thresholds": {"margin": 0.05}}, "a")
+    assert ledger[0]["verdict"] == "inconclusive"
+    assert ledger[0]["outcomes"] == {"change": {"x": "pass", "y": "inconclusive"}}
+    assert ledger[0]["reason"].endswith(": y [-0.01, 0.2]")
+    # One entry that fails outright fails the claim, whatever the others' state.
+    evidence["change"]["x"] = interval(0.3, 0.2, 0.4)
+    ledger = evaluate([_interval_claim("within")], evidence, {"thresholds": {"margin": 0.05}}, "a")
     assert ledger[0]["verdict"] == "fail"
+    assert ledger[0]["outcomes"] == {"change": {"x": "fail", "y": "inconclusive"}}
+    evidence["change"]["x"] = interval(0.0, -0.01, 0.01)
     evidence["change"]["y"] = interval(0.0, -0.04, 0.04)
     ledger = evaluate([_interval_claim("within")], evidence, {"thresholds": {"margin": 0.05}}, "a")
     assert ledger[0]["verdict"] == "pass"

@@ -8,13 +8,14 @@ import time
 from pathlib import Path
 
 import matplotlib
+import numpy as np
 import pytest
 import torch
 import yaml
 from workflow_utils import copy_workflow, snakemake
 
 from analyses.complexity import compute as cx
-from analyses.complexity import present
+from analyses.complexity import present, resample
 from analyses.complexity.spec import SPEC, check_lengths
 from posenc.analysis import Context, Measurements
 from posenc.claims import evaluate
@@ -46,6 +47,8 @@ encoding_fit_min_len: 32
 warmup: 1
 min_run_time: 0.001
 min_blocks: 3
+rounds: 2
+intervals: {level: 0.95, resamples: 200}
 thresholds: {pe_slope: 1.0, pe_slope_tol: 0.2, pe_max_fraction: 0.05, attention_slope: 2.0,
              attention_slope_tol: 0.2, d_slope: 1.0, d_slope_tol: 0.2}
 """
@@ -432,8 +435,12 @@ def test_every_encoding_does_its_own_work(name):
 
 
 def test_tiny_measurement_has_every_workload_length_and_width():
-    rows, tables, quadratic = cx.measure(CFG, BUILT_IN, ENCODING, 0, CPU)
+    rows, tables, quadratic, blocks = cx.measure(CFG, BUILT_IN, ENCODING, 0, CPU)
     seen = {(r["workload"], r["d_model"], r["length"]) for r in rows}
+    assert set(blocks) == seen
+    # Every round times every point: at least one block per round, and min_blocks in all.
+    assert all(len(b) >= max(CFG["rounds"], CFG["min_blocks"]) for b in blocks.values())
+    assert all(r["repeats"] == len(blocks[r["workload"], r["d_model"], r["length"]]) for r in rows)
     timed = [n for n in BUILT_IN if REGISTRY[n].positional]
     assert tables and quadratic
     for d in CFG["d_models"]:
@@ -447,6 +454,82 @@ def test_tiny_measurement_has_every_workload_length_and_width():
     assert all(r["heads"] == r["d_model"] // CFG["head_dim"] for r in rows)
     table = next(r for r in rows if r["workload"] in tables and r["length"] == 32)
     assert table["out_bytes"] == 4 * 32 * table["d_model"]  # an (L, d) float32 table
+
+
+def test_rounds_interleave_every_point_in_alternating_directions(monkeypatch):
+    """A burst of load falls on all points alike: each round passes over every point before
+    the next round times any of them again, forwards then backwards."""
+    calls = []
+
+    def fake(fn, warmup, run_time, timer, min_blocks, number=None):
+        fn()
+        calls.append(run_time)
+        return {"times": [1e-6] * min_blocks, "number": 1, "out_bytes": 0, "fresh_bytes": None}
+
+    cfg = {**CFG, "rounds": 3}
+    order = []
+    monkeypatch.setattr(cx, "time_blocks", fake)
+    real = cx.attention_workload
+    monkeypatch.setattr(
+        cx,
+        "attention_workload",
+        lambda c, d, n, seed, device: order.append((d, n)) or real(c, d, n, seed, device),
+    )
+    cx.measure(cfg, [], ENCODING, 0, CPU)
+    plan = [(d, n) for d in CFG["d_models"] for n in (1, *CFG["lengths"])]
+    assert order == plan + plan[::-1] + plan
+    assert set(calls) == {CFG["min_run_time"] / 3}  # each round times a share
+
+
+def test_bootstrap_slopes_bracket_the_estimate_and_widen_with_noise():
+    rng = np.random.default_rng(0)
+    lengths = [256, 512, 1024, 2048]
+
+    def blocks(noise):
+        out = {("table", 8, 1): list(1e-6 * (1 + noise * rng.standard_normal(9)))}
+        for n in lengths:
+            out["table", 8, n] = list(1e-6 + 1e-9 * n * (1 + noise * rng.standard_normal(9)))
+        return out
+
+    widths = {}
+    for noise in (0.01, 0.3):
+        b = blocks(noise)
+        rows = [
+            {"workload": "table", "acts_on": "input", "d_model": 8, "length": n, **cx.summarise(t)}
+            for (_, _, n), t in b.items()
+        ]
+        fitted = cx.fits(rows, {**CFG, "encoding_fit_min_len": 256})
+        (f,) = resample.fit_intervals(fitted, resample.medians(b, 400, 0), 0.95)
+        assert f["slope_low"] <= f["slope"] <= f["slope_high"]
+        widths[noise] = f["slope_high"] - f["slope_low"]
+    assert widths[0.01] < 0.05 < widths[0.3]
+
+
+def test_log_log_slopes_leave_out_points_without_work():
+    work = np.array([[1.0, 2.0, 4.0], [1.0, -1.0, 4.0], [-1.0, -1.0, 4.0]])
+    slopes = resample.log_log_slopes([1, 2, 4], work)
+    assert slopes[0] == pytest.approx(1.0) and slopes[1] == pytest.approx(1.0)
+    assert np.isnan(slopes[2])  # one point left: no slope
+
+
+def test_a_slope_interval_that_straddles_the_tolerance_is_inconclusive():
+    """A noisy table slope (the learned table's 0.71 on a loaded machine) whose interval
+    reaches into the tolerance is inconclusive; wholly outside it, a fail; inside, a pass."""
+
+    def verdict(low, high):
+        fit = [
+            {**f, "slope_low": low, "slope_high": high} if f["workload"] == "table" else f
+            for f in fitted_at({8: (low + high) / 2}, {8: 2.0})
+        ]
+        ev = cx.evidence(fit, d_fitted_at(1.0, 1.0), {"table d=8": 0.01}, ["table"])
+        return evaluate(SPEC.claims, ev, CFG, "complexity")[0]
+
+    assert verdict(0.9, 1.1)["verdict"] == "pass"
+    claim = verdict(0.6, 0.9)
+    assert claim["verdict"] == "inconclusive"
+    assert "table d=8 [0.6, 0.9]" in claim["reason"] and "straddles" in claim["reason"]
+    assert claim["outcomes"]["table_slope"] == {"table d=8": "inconclusive"}
+    assert verdict(0.5, 0.7)["verdict"] == "fail"
 
 
 def test_compute_and_present_on_a_small_run(one_thread):
@@ -511,13 +594,16 @@ def test_compute_and_present_on_a_small_run(one_thread):
 
 
 def test_claims_fail_on_a_real_run_when_they_cannot_hold(one_thread):
-    """Thresholds no timing can meet: every claim must fail, not pass or go n/a."""
+    """Thresholds no timing can meet: every claim must fail, not pass, go n/a or stay
+    inconclusive (exponents of 10, which no interval can reach)."""
     cfg = {
         **RUN_CFG,
         "thresholds": {
             **RUN_CFG["thresholds"],
             "pe_max_fraction": 1e-12,
+            "attention_slope": 10.0,
             "attention_slope_tol": 1e-9,
+            "d_slope": 10.0,
             "d_slope_tol": 1e-9,
         },
     }

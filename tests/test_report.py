@@ -5,12 +5,13 @@ clear error naming the file for every malformed result."""
 import json
 import os
 import re
+import shutil
 import time
 from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fake_report import corrupt, make_section, make_templates, passing, two_sections
+from fake_report import corrupt, make_section, make_templates, passing, two_sections, undecided
 
 from posenc.report import (
     FILES,
@@ -121,24 +122,61 @@ def test_counts_by_kind_list_only_the_kinds_present_in_order():
         {"kind": "empirical", "verdict": "n/a"},
         {"kind": "identity", "verdict": "pass"},
         {"kind": "empirical", "verdict": "pass"},
+        {"kind": "empirical", "verdict": "inconclusive"},
     ]
     assert counts_by_kind(ledger) == [
-        {"kind": "identity", "label": "Identities", "total": 1, "pass": 1, "fail": 0, "n/a": 0},
+        {
+            "kind": "identity",
+            "label": "Identities",
+            "total": 1,
+            "pass": 1,
+            "fail": 0,
+            "inconclusive": 0,
+            "n/a": 0,
+        },
         {
             "kind": "empirical",
             "label": "Empirical claims",
-            "total": 2,
+            "total": 3,
             "pass": 1,
             "fail": 0,
+            "inconclusive": 1,
             "n/a": 1,
         },
     ]
 
 
+def test_an_inconclusive_claim_is_counted_apart_and_says_why(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake = two_sections(tmp_path)
+    shutil.rmtree(tmp_path / "results/beta")  # made again, with an inconclusive claim
+    fake["sections"][1] = make_section(
+        tmp_path,
+        "beta",
+        ["decay"],
+        ["t1", "t2"],
+        [passing("beta.one", "beta", kind="software"), undecided("beta.two", "beta")],
+        title="Beta analysis",
+    )
+    context = context_of(fake)
+    assert context["counts"] == {"pass": 2, "fail": 1, "inconclusive": 1, "n/a": 0}
+    html = " ".join(html_of(context, fake).split())
+    assert "2 of 4 claims hold" in html
+    assert "1 do not" in html and "1 inconclusive (the evidence cannot decide them)" in html
+    assert '<tr id="claim-beta-two" class="verdict-inconclusive">' in html
+    assert (
+        "Inconclusive in this run: the interval of slope straddles the threshold "
+        "(slope &lt; 0.1 (the whole interval)): [0.05, 0.15]." in html
+    )
+    # Not listed with the claims that did not hold.
+    failing_line = html.split('class="failing"')[1].split("</p>")[0]
+    assert "beta.two" not in failing_line and "alpha.two" in failing_line
+
+
 def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     context = context_of(fake)
     assert [c["id"] for c in context["ledger"]] == ["alpha.one", "alpha.two", "beta.one"]
-    assert context["counts"] == {"pass": 2, "fail": 1, "n/a": 0}
+    assert context["counts"] == {"pass": 2, "fail": 1, "inconclusive": 0, "n/a": 0}
     assert {c["section_anchor"] for c in context["claims"]} == {"sec-alpha", "sec-beta"}
     # The merged ledger keeps the contract's fields only (outcomes: each entry's verdict).
     assert set(context["ledger"][0]) == {
@@ -480,14 +518,17 @@ def test_report_counts_timed_jobs_and_shows_the_code_digests(fake, tmp_path):
     _timing(tmp_path / "results/models/lm/rope/seed0/timing.json", time.time() + 1)
     _timing(tmp_path / "results/models/lm/alibi/seed0/timing.json", time.time() - 3600)
     fake["timing_rules"] = {"train": TRAIN_TIMING}
-    fake["code_digests"] = {"train": "feedc0ffee12", "alpha": "abad1dea0042"}
+    fake["code_digests"] = {
+        "train": {"digest": "feedc0ffee12", "modules": ["posenc.train", "posenc.model"]},
+        "alpha": {"digest": "abad1dea0042", "modules": ["posenc.claims"]},
+    }
     context = context_of(fake)
     html = " ".join(html_of(context, fake).split())
     assert "It ran 2 of these 3 jobs; the other 1 were reused" in html
     assert context["job_summary"]["total_seconds"] == 2.0 + 4.0 + 4.0  # mean of 1.5 and 2.5 s
     assert "3 jobs, 10 s of compute" in html
-    assert "<code>train</code>: <code>feedc0ffee12</code>" in html
-    assert "<code>alpha</code>: <code>abad1dea0042</code>" in html
+    assert "<code>train</code>: <code>feedc0ffee12</code> (2 modules)" in html
+    assert "<code>alpha</code>: <code>abad1dea0042</code> (1 module)" in html
     assert "task=lm, encoding=alibi, seed=0" in html
 
 

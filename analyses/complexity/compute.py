@@ -39,6 +39,7 @@ import torch
 from torch.utils import benchmark
 
 from posenc.analysis import Context, Measurements
+from posenc.claims import interval
 from posenc.encodings import (
     EncodingParams,
     InputEncoding,
@@ -48,6 +49,7 @@ from posenc.encodings import (
 )
 from posenc.model import Attention, ModelConfig
 
+from . import resample
 from .spec import SPEC
 
 try:
@@ -95,20 +97,23 @@ def output_bytes(out: Any) -> int:
     return 0
 
 
-def median_time(
+def time_blocks(
     fn: Callable[[], Any],
     warmup: int,
     min_run_time: float,
     timer: Callable[[], float],
     min_blocks: int = 3,
-) -> dict[str, float]:
-    """Seconds per call of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; at
-    least one, whose output's bytes are counted), then timed blocks for at least
-    ``min_run_time`` seconds and at least ``min_blocks`` blocks, and their median. A call of
-    10 ms or more is a block of its own (the timer's overhead, about a microsecond, is then
-    below 10⁻⁴ of it); shorter calls are blocked by
-    ``torch.utils.benchmark.Timer.blocked_autorange``. Over the timed calls, the bytes faulted
-    in per call (minor page faults × page size; None where they cannot be counted)."""
+    number: int | None = None,
+) -> dict[str, Any]:
+    """Timed blocks of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; at
+    least one, whose output's bytes are counted), then blocks of ``number`` calls for at least
+    ``min_run_time`` seconds and at least ``min_blocks`` blocks. Without ``number``, a call
+    of 10 ms or more is a block of its own (the timer's overhead, about a microsecond, is then
+    below 10⁻⁴ of it) and shorter calls are blocked by
+    ``torch.utils.benchmark.Timer.blocked_autorange``; the number it chose is returned, so that
+    later rounds of the same point time blocks of the same size. Returns the seconds per call
+    of each block, the calls per block, the output's bytes and the bytes faulted in per call
+    (minor page faults × page size; None where they cannot be counted)."""
     for i in range(warmup):
         start = timer()
         out = fn()
@@ -123,32 +128,46 @@ def median_time(
         return fn()
 
     before = minor_faults()
-    if took >= 0.01:
-        times: list[float] = []
-        while sum(times) < min_run_time or len(times) < min_blocks:
+    if number is None and took >= 0.01:
+        number = 1
+    t = benchmark.Timer(
+        stmt="fn()", globals={"fn": counted}, timer=timer, num_threads=torch.get_num_threads()
+    )
+    times: list[float] = []
+    if number is None:
+        m = t.blocked_autorange(min_run_time=min_run_time)
+        times, number = list(m.times), m.number_per_run
+    while sum(times) * number < min_run_time or len(times) < min_blocks:
+        if number == 1:  # one call: time it directly, as a long call needs no blocking
             start = timer()
             counted()
             times.append(timer() - start)
-    else:
-        t = benchmark.Timer(
-            stmt="fn()", globals={"fn": counted}, timer=timer, num_threads=torch.get_num_threads()
-        )
-        m = t.blocked_autorange(min_run_time=min_run_time)
-        times = list(m.times)
-        while len(times) < min_blocks:
-            times += t.timeit(m.number_per_run).times
+        else:
+            times += t.timeit(number).times
     after = minor_faults()
     fresh = None
     if before is not None and after is not None and calls[0]:
         fresh = (after - before) * os.sysconf("SC_PAGE_SIZE") / calls[0]
+    return {"times": times, "number": number, "out_bytes": out_bytes, "fresh_bytes": fresh}
+
+
+def summarise(times: list[float]) -> dict[str, float]:
+    """The median seconds per call over timed blocks, their interquartile range and count."""
     q1, median, q3 = np.percentile(times, [25, 50, 75])
-    return {
-        "median_s": float(median),
-        "iqr_s": float(q3 - q1),
-        "repeats": len(times),
-        "out_bytes": out_bytes,
-        "fresh_bytes": fresh,
-    }
+    return {"median_s": float(median), "iqr_s": float(q3 - q1), "repeats": len(times)}
+
+
+def median_time(
+    fn: Callable[[], Any],
+    warmup: int,
+    min_run_time: float,
+    timer: Callable[[], float],
+    min_blocks: int = 3,
+) -> dict[str, float]:
+    """Seconds per call of ``fn`` from one round of :func:`time_blocks`: the median of its
+    blocks, with their spread, the output's bytes and the bytes faulted in per call."""
+    t = time_blocks(fn, warmup, min_run_time, timer, min_blocks)
+    return {**summarise(t["times"]), "out_bytes": t["out_bytes"], "fresh_bytes": t["fresh_bytes"]}
 
 
 def heads(cfg: dict, d_model: int) -> int:
@@ -217,48 +236,93 @@ def label(workload: str, d_model: int) -> str:
 
 def measure(
     cfg: dict, encodings: list[str], encoding_cfg: dict, seed: int, device
-) -> tuple[list[dict], list[str], list[str]]:
+) -> tuple[list[dict], list[str], list[str], dict[tuple[str, int, int], list[float]]]:
     """Time every workload at every configured width, at L = 1 (its fixed per-call cost) and
-    at every configured length it is run at. Returns tidy rows, the encodings that compute a
-    positional table (an :class:`~posenc.encodings.InputEncoding`) and those whose work is
-    quadratic in L, timed only up to ``bias_max_len``. An encoding that has no encoding of
-    L positions (PositionOutOfRange: xPos's scales past the span its dtype holds, say) is not
-    timed from that L on (:func:`refused_lengths`)."""
-    rows: list[dict] = []
+    at every configured length it is run at, interleaved in time: ``rounds`` passes over every
+    point, each timing a share of ``min_run_time``, so that a burst of load on the machine
+    falls on all points alike rather than on the few being timed then. Passes alternate their
+    direction, so that a drift over a pass does not track L. Each pass builds a point's
+    workload afresh and warms it up, so the memory held at once is one point's.
+
+    Returns tidy rows (the median over all of a point's blocks), the encodings that compute a
+    positional table (an :class:`~posenc.encodings.InputEncoding`), those whose work is
+    quadratic in L (timed only up to ``bias_max_len``), and each point's block times, for the
+    bootstrap. An encoding that has no encoding of L positions (PositionOutOfRange: xPos's
+    scales past the span its dtype holds, say) is not timed from that L on
+    (:func:`refused_lengths`)."""
     tables: dict[str, None] = {}
     quadratic: dict[str, None] = {}
     refused: dict[tuple[str, int], int] = {}  # (encoding, d) -> the L it refused
     timer, _ = clock(device)
+    rounds = cfg["rounds"]
+    share = cfg["min_run_time"] / rounds
+    per_round = -(-cfg["min_blocks"] // rounds)  # so that the rounds give min_blocks at least
+    plan = [
+        (d, length, name)
+        for d in cfg["d_models"]
+        for length in [1, *cfg["lengths"]]
+        for name in [ATTENTION, *encodings]
+        if name != ATTENTION or length <= cfg["attention_max_len"]
+    ]
+    blocks: dict[tuple[str, int, int], list[float]] = {}
+    seen: dict[tuple[str, int, int], dict] = {}  # per point: first round's facts
 
-    def time_it(fn):
-        return median_time(fn, cfg["warmup"], cfg["min_run_time"], timer, cfg["min_blocks"])
+    def workload(d: int, length: int, name: str):
+        if name == ATTENTION:
+            return attention_workload(cfg, d, length, seed, device), "layer"
+        if (name, d) in refused and length >= refused[name, d]:
+            return None, None
+        enc = encoding_module(name, cfg, d, encoding_cfg, length, device)
+        if isinstance(enc, InputEncoding):
+            tables[name] = None
+        if enc.quadratic_cost:
+            quadratic[name] = None
+            if length > cfg["bias_max_len"]:
+                return None, None  # an (H, L, L) bias outgrows memory long before a table
+        return encoding_workload(enc, cfg, length, device), enc.acts_on
 
     with torch.no_grad():
-        for d in cfg["d_models"]:
-            for length in [1, *cfg["lengths"]]:
-                where = {"d_model": d, "heads": heads(cfg, d), "length": length}
-                if length <= cfg["attention_max_len"]:
-                    t = time_it(attention_workload(cfg, d, length, seed, device))
-                    rows.append({"workload": ATTENTION, "acts_on": "layer", **where, **t})
-                for name in encodings:
-                    enc = encoding_module(name, cfg, d, encoding_cfg, length, device)
-                    if isinstance(enc, InputEncoding):
-                        tables[name] = None
-                    if enc.quadratic_cost:
-                        quadratic[name] = None
-                        if length > cfg["bias_max_len"]:
-                            continue  # an (H, L, L) bias outgrows memory long before a table
-                    fn = encoding_workload(enc, cfg, length, device)
-                    if fn is None or (name, d) in refused:
-                        continue
-                    try:
-                        t = time_it(fn)
-                    except PositionOutOfRange:  # and so at every longer L (lengths increase)
-                        refused[name, d] = length
-                        continue
-                    rows.append({"workload": name, "acts_on": enc.acts_on, **where, **t})
-                    del enc, fn  # a learned table of 2^20 rows is a GiB: free it first
-    return rows, list(tables), list(quadratic)
+        for r in range(rounds):
+            # The first pass runs in increasing L, where a refused L is found first.
+            for d, length, name in plan if r % 2 == 0 else plan[::-1]:
+                fn, acts_on = workload(d, length, name)
+                if fn is None:
+                    continue
+                key = (name, d, length)
+                try:
+                    t = time_blocks(
+                        fn,
+                        cfg["warmup"],
+                        share,
+                        timer,
+                        per_round,
+                        number=seen.get(key, {}).get("number"),
+                    )
+                except PositionOutOfRange:  # and so at every longer L (lengths increase)
+                    refused[name, d] = min(length, refused.get((name, d), length))
+                    continue
+                finally:
+                    del fn  # a learned table of 2^20 rows is a GiB: free it first
+                blocks.setdefault(key, []).extend(t["times"])
+                first = seen.setdefault(key, {**t, "acts_on": acts_on, "fresh": []})
+                first["fresh"].append(t["fresh_bytes"])
+    rows = []
+    for (name, d, length), times in blocks.items():
+        facts = seen[name, d, length]
+        fresh = [f for f in facts["fresh"] if f is not None]
+        rows.append(
+            {
+                "workload": name,
+                "acts_on": facts["acts_on"],
+                "d_model": d,
+                "heads": heads(cfg, d),
+                "length": length,
+                **summarise(times),
+                "out_bytes": facts["out_bytes"],
+                "fresh_bytes": float(np.mean(fresh)) if fresh else None,
+            }
+        )
+    return rows, list(tables), list(quadratic), blocks
 
 
 def refused_lengths(rows: list[dict], lengths: list[int], quadratic: list[str]) -> dict[str, int]:
@@ -315,6 +379,7 @@ def fits(rows: list[dict], cfg: dict) -> list[dict]:
                 "fit_from": work[0][0],
                 "fit_to": work[-1][0],
                 "points": len(work),
+                "lengths": [n for n, _ in work],
                 "slope_raw": raw,
                 "slope_every_length": full,
             }
@@ -345,6 +410,7 @@ def d_fits(rows: list[dict], d_models: list[int]) -> list[dict]:
                 "length": length,
                 "slope": log_log_fit(*zip(*work))[0],
                 "points": len(work),
+                "widths": [d for d, _ in work],
                 "flop_model_slope": (
                     flop_model_d_slope(length, [d for d, _ in work]) if name == ATTENTION else None
                 ),
@@ -501,6 +567,13 @@ def last_levels(caches: dict) -> tuple[int | None, int | None]:
     return l2, llc
 
 
+def _slope(fit: dict) -> float | dict[str, float]:
+    """A fit's slope: an interval when it has bootstrap bounds, else the number."""
+    if "slope_low" in fit:
+        return interval(fit["slope"], fit["slope_low"], fit["slope_high"])
+    return fit["slope"]
+
+
 def evidence(
     fitted: list[dict], d_fitted: list[dict], ratio: dict[str, float], tables: list[str]
 ) -> dict[str, Any]:
@@ -509,25 +582,26 @@ def evidence(
     layer's; its slope in d; for attention at each width, its slope in L, the range it was
     fitted over and the slope the flop model expects at the fit's start; its slope in d and
     the flop model's. The claims compare the slopes with the exponents the config states,
-    within a tolerance; a mapping passes when every value does."""
+    within a tolerance; a mapping passes when every value does. A fit with bootstrap bounds
+    (:mod:`.resample`) gives its slope as an interval, which the claims judge whole."""
     fitted_tables = [f for f in fitted if f["workload"] in tables]
     att = [f for f in fitted if f["workload"] == ATTENTION]
     d_tables = [f for f in d_fitted if f["workload"] in tables]
     d_att = next((f for f in d_fitted if f["workload"] == ATTENTION), None)
     return {
-        "table_slope": {label(f["workload"], f["d_model"]): f["slope"] for f in fitted_tables},
+        "table_slope": {label(f["workload"], f["d_model"]): _slope(f) for f in fitted_tables},
         # None (never within a threshold) for a table not timed where attention last was.
         "table_to_attention": {
             label(f["workload"], f["d_model"]): ratio.get(label(f["workload"], f["d_model"]))
             for f in fitted_tables
         },
-        "attention_fit_slope": {f"d={f['d_model']}": f["slope"] for f in att},
+        "attention_fit_slope": {f"d={f['d_model']}": _slope(f) for f in att},
         "attention_fit_range": {f"d={f['d_model']}": f"{f['fit_from']}–{f['fit_to']}" for f in att},
         "flop_model_slope": {
             f"d={f['d_model']}": flop_model_slope(f["fit_from"], f["d_model"]) for f in att
         },
-        "table_d_slope": {f"{f['workload']} L={f['length']}": f["slope"] for f in d_tables},
-        "attention_d_slope": d_att["slope"] if d_att else None,
+        "table_d_slope": {f"{f['workload']} L={f['length']}": _slope(f) for f in d_tables},
+        "attention_d_slope": _slope(d_att) if d_att else None,
         # Each encoding's slope in L at the widest width fitted, for the report card.
         "cost_slope": {
             f["workload"]: f["slope"]
@@ -554,10 +628,15 @@ def compute(ctx: Context) -> Measurements:
     cfg = ctx.cfg
     if ctx.device.type == "cpu":
         set_threads(SPEC.resources.threads)
-    rows, tables, quadratic = measure(cfg, ctx.encodings, ctx.encoding, ctx.seed, ctx.device)
-    fitted = fits(rows, cfg)
-    d_fitted = d_fits(rows, cfg["d_models"])
+    rows, tables, quadratic, blocks = measure(
+        cfg, ctx.encodings, ctx.encoding, ctx.seed, ctx.device
+    )
+    points = resample.medians(blocks, cfg["intervals"]["resamples"], ctx.seed)
+    level = cfg["intervals"]["level"]
+    fitted = resample.fit_intervals(fits(rows, cfg), points, level)
+    d_fitted = resample.d_fit_intervals(d_fits(rows, cfg["d_models"]), points, level)
     ratio_len, ratio = ratio_to_attention(rows)
+    ratio_intervals = resample.ratio_intervals(ratio_len, ratio, points, level, ATTENTION)
     ratio_rows = ratios(rows, cfg["lengths"])
     by_length: dict[str, dict[int, float | None]] = {}
     for r in ratio_rows:
@@ -567,7 +646,7 @@ def compute(ctx: Context) -> Measurements:
     l2, llc = last_levels(caches)
     return Measurements(
         rows={"timings": rows, "ratios": ratio_rows},
-        evidence=evidence(fitted, d_fitted, ratio, tables),
+        evidence=evidence(fitted, d_fitted, ratio_intervals, tables),
         summary={
             "threads": torch.get_num_threads(),
             "clock": clock(ctx.device)[1],
@@ -580,6 +659,7 @@ def compute(ctx: Context) -> Measurements:
             "attention_fit_min_len_per_d": cfg["attention_fit_min_len_per_d"],
             "attention_fit_min_lens": [fit_min_len(ATTENTION, d, cfg) for d in cfg["d_models"]],
             "encoding_fit_min_len": cfg["encoding_fit_min_len"],
+            "interval_percent": 100 * cfg["intervals"]["level"],
             "attention_max_len": cfg["attention_max_len"],
             "bias_max_len": cfg["bias_max_len"],
             "flop_crossover_lens": [2 * d for d in cfg["d_models"]],

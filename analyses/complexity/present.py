@@ -116,6 +116,13 @@ def figure_memory(m: Measurements, ctx: Context):
     return fig
 
 
+def bounds(fit: dict) -> str | None:
+    """A fit's bootstrap interval as text (None for a fit without one)."""
+    if "slope_low" not in fit:
+        return None
+    return f"[{fit['slope_low']:.3f}, {fit['slope_high']:.3f}]"
+
+
 def table_slopes(m: Measurements, ctx: Context):
     times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
     ratio = m.summary["pe_to_attention"]
@@ -125,6 +132,7 @@ def table_slopes(m: Measurements, ctx: Context):
         "d",
         "t₀ (s)",
         "slope of t − t₀",
+        "its interval",
         "fit range",
         "raw slope",
         "raw slope, every L",
@@ -138,6 +146,7 @@ def table_slopes(m: Measurements, ctx: Context):
             f["d_model"],
             f["overhead_s"],
             f["slope"],
+            bounds(f),
             f"{f['fit_from']}–{f['fit_to']}",
             f["slope_raw"],
             f["slope_every_length"],
@@ -157,6 +166,7 @@ def table_d_slopes(m: Measurements, ctx: Context):
         "acts on",
         "L",
         "slope in d",
+        "its interval",
         "flop model",
         *(f"d = {d} (s)" for d in widths),
     ]
@@ -166,6 +176,7 @@ def table_d_slopes(m: Measurements, ctx: Context):
             f["acts_on"],
             f["length"],
             f["slope"],
+            bounds(f),
             f["flop_model_slope"],
             *(f["seconds"].get(d) for d in widths),
         ]

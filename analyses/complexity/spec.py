@@ -58,10 +58,11 @@ SPEC = AnalysisSpec(
     csvs=("timings", "ratios"),
     figures={
         "scaling": Figure(
-            "Median time per call against L at each width d (warm-up calls: {warmup}; then "
-            "the median of at least {min_blocks} timed blocks and {min_run_time:g} s, blocked "
-            "by torch.utils.benchmark): one attention layer (black) and each encoding's own "
-            "work; dotted: the log-log fits of t − t₀ "
+            "Median time per call against L at each width d (every point timed in {rounds} "
+            "rounds interleaved with all the others, each after {warmup} warm-up call(s); "
+            "the median of at least {min_blocks} timed blocks and {min_run_time:g} s in all, "
+            "blocked by torch.utils.benchmark): one attention layer (black) and each "
+            "encoding's own work; dotted: the log-log fits of t − t₀ "
             "(attention over L ≥ {attention_fit_min_len_per_d}·d, encodings over L ≥ "
             "{encoding_fit_min_len}), slopes in the legend."
         ),
@@ -75,14 +76,17 @@ SPEC = AnalysisSpec(
     tables={
         "slopes": Table(
             "Per workload and width d: the fixed per-call cost t₀ (time at L = 1), the log-log "
-            "slope of t − t₀ against L over the fit range, the slope of the raw times over the "
+            "slope of t − t₀ against L over the fit range with its {interval_percent:g} % "
+            "bootstrap interval (over each point's timed blocks; the claims judge the whole "
+            "interval), the slope of the raw times over the "
             "fit range and over every length, the median time at the end of the fit range, "
             "and the ratio to one attention layer of the same width at L = {ratio_len}.",
             csv="timings",
         ),
         "d_slopes": Table(
             "Per workload: the log-log slope of t − t₀ against d over every width timed "
-            "(d = {widths}, heads of {head_dim}), at the largest L it is timed at; for "
+            "(d = {widths}, heads of {head_dim}), at the largest L it is timed at, with its "
+            "bootstrap interval; for "
             "attention, the slope its flop count 8·L·d² + 4·L²·d has over the same widths; "
             "and the median times.",
             csv="timings",

@@ -1,5 +1,5 @@
 """Evaluate a trained RoPE-family LM with every context-extension method (zero-shot), or one
-fine-tune's snapshots (``stages``); this script only unpacks ``snakemake``."""
+fine-tune's snapshots (``scoring``); this script only unpacks ``snakemake``."""
 
 import sys
 from pathlib import Path
@@ -12,8 +12,9 @@ from posenc.io import write_json
 from posenc.train import load_checkpoint
 from posenc.workflow import setup
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import stages  # noqa: E402 -- this folder's stages, beside the script
+# The workflow's own analyses package (three folders up), not an installed copy.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from analyses.extension import scoring, stages  # noqa: E402
 
 
 def main(snakemake):
@@ -41,11 +42,11 @@ def main(snakemake):
         saved = torch.load(snakemake.input.snapshots, map_location=device, weights_only=True)
         finetune = saved["finetune"]
         record |= {"method": finetune["method"], "scale": finetune["scale"]}
-        record["rows"] = stages.evaluate_finetuned(
+        record["rows"] = scoring.evaluate_finetuned(
             model, meta, saved["snapshots"], finetune, p.settings, device
         )
     else:
-        record["rows"] = stages.zero_shot(model, meta, p.settings, device)
+        record["rows"] = scoring.zero_shot(model, meta, p.settings, device)
     write_json(snakemake.output.evaluation, record)
     log.info("%s seed %s: %d rows on %s", name, w.seed, len(record["rows"]), record["device"])
 

@@ -12,8 +12,9 @@ from posenc.io import atomic_path, write_json
 from posenc.train import RUN_RECORD, fingerprint, finish_resume, load_checkpoint
 from posenc.workflow import setup
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import stages  # noqa: E402 -- this folder's stages, beside the script
+# The workflow's own analyses package (three folders up), not an installed copy.
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from analyses.extension import stages  # noqa: E402
 
 
 def main(snakemake):

@@ -7,6 +7,9 @@ EXT_LM = config["extrapolation"]["lm"]
 EXT_RESOURCES = config["extrapolation"]["resources"]
 EXT_BASE_MODEL = "results/extrapolation/models/lm/{encoding}/seed{seed}/model.pt"
 EXT_FINETUNE = "results/extension/finetune/{encoding}/{method}/s{scale}/seed{seed}"
+# The stage scripts sit beside this file and import its stages.py as a sibling module.
+FINETUNE_SCRIPT = "finetune.py"
+EXT_EVALUATE_SCRIPT = "evaluate.py"
 
 
 wildcard_constraints:
@@ -39,16 +42,7 @@ rule extension_finetune:
             "train": EXT["finetune"]["train"] | config["extrapolation"]["training"],
             "snapshots": EXT["finetune"]["snapshots"],
         },
-        code=code_digest(
-            "posenc.train",
-            "posenc.model",
-            "posenc.encodings",
-            "posenc.data",
-            "posenc.corpora",
-            "posenc.rope_scaling",
-            files=[Path(workflow.basedir, "analyses", "extension", "stages.py")],
-            with_plugins=False,
-        ),
+        code=code_digest(FINETUNE_SCRIPT, with_plugins=False),
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
         # Not an output (Snakemake deletes a failed job's outputs); removed once written.
@@ -56,7 +50,7 @@ rule extension_finetune:
             f"results/extension/resume/{w.encoding}/{w.method}/s{w.scale}/seed{w.seed}.pt"
         ),
     script:
-        "finetune.py"
+        FINETUNE_SCRIPT
 
 
 # The evaluation settings every extension evaluation shares: the LM's windows and tokens, and
@@ -88,9 +82,11 @@ rule extension_zero_shot:
             "params": EXT["params"],
             "finetune_scales": EXT["finetune"]["scales"],
         },
+        code=code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False),
+        plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
     script:
-        "evaluate.py"
+        EXT_EVALUATE_SCRIPT
 
 
 rule extension_evaluate:
@@ -109,6 +105,8 @@ rule extension_evaluate:
         runtime=EXT_RESOURCES["runtime"],
     params:
         settings=EXT_EVAL,
+        code=code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False),
+        plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
     script:
-        "evaluate.py"
+        EXT_EVALUATE_SCRIPT

@@ -1,5 +1,7 @@
 """The extension analysis' stages before the aggregate, pure and importable (the rule scripts
-``finetune.py`` and ``evaluate.py`` only unpack Snakemake):
+``finetune.py`` and ``evaluate.py`` only unpack Snakemake). Fine-tuning is here; scoring is in
+``scoring.py``, so that a change to the evaluation code (``posenc.evaluate``) re-evaluates
+without fine-tuning again:
 
 * :func:`finetune`: a trained RoPE-family LM, its RoPE rescaled by one method at scale s, trained
   on for a few hundred steps on windows of s x L_train, keeping its weights at the configured
@@ -26,7 +28,6 @@ from torch import nn
 
 from posenc.data import lm_batches, trained_corpus
 from posenc.encodings import Rotary
-from posenc.evaluate import bits_per_char, segment_window_ends
 from posenc.rope_scaling import ScaledRope, scaled_rope
 from posenc.train import TrainConfig, train
 
@@ -125,90 +126,3 @@ def finetune(
         for step, weights in run_log.pop("snapshots").items()
     }
     return snapshots, run_log
-
-
-def _segment_ends(corpus, train_len: int, settings: dict[str, Any]):
-    return segment_window_ends(
-        len(corpus.val),
-        settings["longest"] * train_len,
-        settings["segment"],
-        settings["segment_windows"],
-    )
-
-
-def _score(model, corpus, length, mode, ends, settings, device) -> dict[str, Any]:
-    return bits_per_char(
-        model,
-        corpus.val,
-        length,
-        mode,
-        tokens_scored=settings["tokens"],
-        segment=settings["segment"],
-        segment_ends=ends,
-        batch_tokens=settings["batch_tokens"],
-        device=device,
-    )
-
-
-@torch.no_grad()
-def zero_shot(
-    model: nn.Module, meta: dict[str, Any], settings: dict[str, Any], device: torch.device
-) -> list[dict[str, Any]]:
-    """Rows (method, scale, mode, multiplier, length, bits ...) of the trained model, plain and
-    with each method at s = L / L_train at every zero-shot length, both modes; and dynamic NTK
-    with each fine-tuning scale as its factor at L_train, where it must be plain."""
-    model.eval()
-    corpus, train_len = corpus_of(meta), meta["train_len"]
-    ends = _segment_ends(corpus, train_len, settings)
-    runs = [(PLAIN, 1, m) for m in settings["zero_shot_multipliers"]]
-    runs += [(x, m, m) for x in settings["methods"] for m in settings["zero_shot_multipliers"]]
-    if "dynamic" in settings["methods"]:
-        runs += [("dynamic", s, 1) for s in settings["finetune_scales"] if s > 1]
-    rows = []
-    for method, scale, m in runs:
-        length = m * train_len
-        params = settings["params"].get(method, {})
-        scaled = method_rope(model, method, scale, train_len, params, length)
-        with rescaled(model, scaled):
-            for mode in ("all", "segment"):
-                result = _score(model, corpus, length, mode, ends, settings, device)
-                rows.append(
-                    {
-                        "method": method,
-                        "scale": scale,
-                        "mode": mode,
-                        "multiplier": m,
-                        "length": length,
-                        **result,
-                    }
-                )
-    return rows
-
-
-@torch.no_grad()
-def evaluate_finetuned(
-    model: nn.Module,
-    meta: dict[str, Any],
-    snapshots: dict[int, dict],
-    finetune: dict[str, Any],
-    settings: dict[str, Any],
-    device: torch.device,
-) -> list[dict[str, Any]]:
-    """Rows (step, multiplier, length, bits ...) of a fine-tune: the base model (step 0) and
-    every snapshot, with the fine-tune's method at its scale s, at every length of the
-    fine-tuning evaluation from s x L_train on (mode b)."""
-    corpus, train_len = corpus_of(meta), meta["train_len"]
-    ends = _segment_ends(corpus, train_len, settings)
-    method, scale = finetune["method"], finetune["scale"]
-    base = {k: v.clone() for k, v in model.state_dict().items()}
-    rows = []
-    for step, weights in [(0, base), *sorted(snapshots.items())]:
-        model.load_state_dict(weights)
-        model.eval()
-        for m in (m for m in settings["finetune_multipliers"] if m >= scale):
-            length = m * train_len
-            scaled = method_rope(model, method, scale, train_len, finetune["params"], length)
-            with rescaled(model, scaled):
-                result = _score(model, corpus, length, "segment", ends, settings, device)
-            rows.append({"step": step, "multiplier": m, "length": length, **result})
-    return rows

@@ -9,6 +9,8 @@ from posenc import corpora
 
 XP = config["extrapolation"]
 XP_TASKS = ("lm", "passkey")
+TRAIN_SCRIPT = "../../workflow/scripts/train_model.py"
+EVALUATE_SCRIPT = "../../workflow/scripts/evaluate_model.py"
 
 
 # What each task's training reads as data; with the model, optimiser and encoding settings
@@ -65,23 +67,16 @@ rule extrapolation_train:
             if (L_rand := variants.randomized_max_position(config, w.encoding))
             else {}
         ),
-        # Snakemake's rerun check and the cache key see the script and the params, not the
-        # modules it imports: a digest of the training code makes a change there retrain.
-        code=code_digest(
-            "posenc.train",
-            "posenc.model",
-            "posenc.encodings",
-            "posenc.data",
-            "posenc.corpora",
-            with_plugins=False,
-        ),
+        # The training code (the script and what it imports) and the model's own plugin: a
+        # change of meaning there retrains, and re-keys the shared cache.
+        code=code_digest(TRAIN_SCRIPT, with_plugins=False),
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
         # Not an output: Snakemake would delete it when a job fails, and it must survive a
         # kill so that the rerun resumes. Removed once the model is written.
         resume=lambda w: f"results/extrapolation/resume/{w.task}/{w.encoding}/seed{w.seed}.pt",
     script:
-        "../../workflow/scripts/train_model.py"
+        TRAIN_SCRIPT
 
 
 rule extrapolation_evaluate:
@@ -102,6 +97,8 @@ rule extrapolation_evaluate:
         gpu=XP["resources"]["gpu"],
     params:
         settings=lambda w: XP[w.task]["eval"],
+        code=code_digest(EVALUATE_SCRIPT, with_plugins=False),
+        plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
     script:
-        "../../workflow/scripts/evaluate_model.py"
+        EVALUATE_SCRIPT

@@ -1,0 +1,102 @@
+"""Intervals for the timing claims: a bootstrap over each point's timed blocks.
+
+A slope fitted to one median per point is a single draw of a noisy process: a burst of load
+on a shared machine moves a few blocks and, through them, the slope. Each point (workload,
+width, length) is timed in several rounds interleaved with every other point (compute.py), so
+a burst hits all points alike, and each point keeps its blocks. Resampling the blocks of every
+point with replacement, taking their medians and refitting exactly as the point estimate is
+fitted gives the slope's (and each ratio's) bootstrap distribution; its central interval is
+what the claims judge. An interval that straddles a threshold is inconclusive, not a fail.
+
+Pure numpy; deterministic for a given seed (posenc.stats.Bootstrap keys its draws by point).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from posenc.claims import interval
+from posenc.stats import Bootstrap, Resampled
+
+Key = tuple[str, int, int]  # (workload, d_model, length)
+
+
+def medians(blocks: dict[Key, list[float]], resamples: int, seed: int) -> dict[Key, Resampled]:
+    """Each point's median time per call and its resampled medians."""
+    boot = Bootstrap(resamples, seed)
+    return {key: boot.median(np.asarray(times), key) for key, times in blocks.items()}
+
+
+def log_log_slopes(xs: list[float], work: np.ndarray) -> np.ndarray:
+    """The least-squares slope of log(work) against log(x) for each row of ``work``
+    (draws × points), leaving out a draw's points with work ≤ 0 as the point estimate does;
+    NaN for a draw with fewer than two points left."""
+    x = np.broadcast_to(np.log(np.asarray(xs, dtype=float)), work.shape)
+    ok = work > 0
+    y = np.log(np.where(ok, work, 1.0))
+    n = ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mx = np.where(ok, x, 0).sum(axis=1) / n
+        my = np.where(ok, y, 0).sum(axis=1) / n
+        dx = np.where(ok, x - mx[:, None], 0)
+        slope = (dx * (y - my[:, None])).sum(axis=1) / (dx * dx).sum(axis=1)
+    return np.where(n >= 2, slope, np.nan)
+
+
+def _bounds(estimate: float, draws: np.ndarray, level: float) -> dict[str, float]:
+    """The central ``level`` interval of the draws that have a value; the estimate alone when
+    none has."""
+    draws = draws[np.isfinite(draws)]
+    if not draws.size:
+        return interval(estimate, estimate, estimate)
+    tail = (1.0 - level) / 2.0
+    low, high = np.quantile(draws, [tail, 1.0 - tail])
+    return interval(estimate, float(low), float(high))
+
+
+def fit_intervals(fitted: list[dict], points: dict[Key, Resampled], level: float) -> list[dict]:
+    """Each fit in L with ``slope_low`` and ``slope_high``: refitted on every resample over
+    the same lengths, each minus that resample's per-call overhead t₀."""
+    out = []
+    for f in fitted:
+        name, d = f["workload"], f["d_model"]
+        lengths = f["lengths"]
+        work = np.stack([points[name, d, n].draws for n in lengths], axis=1)
+        work = work - points[name, d, 1].draws[:, None]
+        bounds = _bounds(f["slope"], log_log_slopes(lengths, work), level)
+        out.append({**f, "slope_low": bounds["low"], "slope_high": bounds["high"]})
+    return out
+
+
+def d_fit_intervals(d_fitted: list[dict], points: dict[Key, Resampled], level: float) -> list[dict]:
+    """Each fit in d with ``slope_low`` and ``slope_high``, refitted on every resample."""
+    out = []
+    for f in d_fitted:
+        name, length, widths = f["workload"], f["length"], f["widths"]
+        work = np.stack(
+            [points[name, d, length].draws - points[name, d, 1].draws for d in widths], axis=1
+        )
+        bounds = _bounds(f["slope"], log_log_slopes(widths, work), level)
+        out.append({**f, "slope_low": bounds["low"], "slope_high": bounds["high"]})
+    return out
+
+
+def ratio_intervals(
+    ratio_len: int | None,
+    ratio: dict[str, float],
+    points: dict[Key, Resampled],
+    level: float,
+    attention: str,
+) -> dict[str, Any]:
+    """Each encoding's time over that of the workload ``attention`` at ``ratio_len`` and the
+    same width, by label, as an interval of the resampled ratios."""
+    out = {}
+    for key, point in points.items():
+        name, d, length = key
+        label = f"{name} d={d}"
+        if label in ratio and length == ratio_len:
+            draws = point.draws / points[attention, d, length].draws
+            out[label] = _bounds(ratio[label], draws, level)
+    return out
