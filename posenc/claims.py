@@ -142,7 +142,14 @@ class Claim:
     reason is generated from the name in both cases. ``shows`` names evidence the ledger's
     "measured" carries beside the checked values, as context a reader needs (the losses behind
     a difference, say); it decides nothing. ``kind`` (keyword, required) is one of
-    :data:`KINDS`: what kind of evidence the verdict is."""
+    :data:`KINDS`: what kind of evidence the verdict is.
+
+    ``requires`` are preconditions, checks written like the others (thresholds in the config):
+    what must hold for the evidence to bear on the claim at all (the models learned the task
+    at L_train, say). One that does not hold, or whose interval straddles its threshold, makes
+    the claim ``inconclusive``, with a reason that names the entries and numbers that fell
+    short: a claim whose models never learned the task is not a finding either way. Their
+    values are in "measured", beside the checked ones."""
 
     id: str
     statement: str
@@ -150,6 +157,7 @@ class Claim:
     references: tuple[str, ...] = ()
     unless: str | None = None
     shows: tuple[str, ...] = ()
+    requires: tuple[Check, ...] = ()
     kind: str = field(kw_only=True)
 
     def __post_init__(self):
@@ -288,6 +296,20 @@ def _straddling(check: Check, value: Any, threshold: Any, shown: Any, where: str
     return []
 
 
+def _short(check: Check, value: Any, threshold: Any, where: str = "") -> list[str]:
+    """The entries of ``value`` that do not pass, each as its name and measured value."""
+    if is_interval(value) or not isinstance(value, (Mapping, list, tuple)):
+        if _verdict(check, value, threshold) == "pass":
+            return []
+        shown = interval_text(value) if is_interval(value) else _text(value)
+        return [f"{where} {shown}".strip()]
+    if isinstance(value, Mapping):
+        return [
+            s for k, v in value.items() for s in _short(check, v, threshold, f"{where} {k}".strip())
+        ]
+    return [s for v in value for s in _short(check, v, threshold, where)]
+
+
 def _outcomes(check: Check, value: Any, reference: Any, bound: Any) -> dict[str, str] | None:
     """Each entry's verdict, when the evidence is a mapping of entries (not an interval): the
     same test as the whole check's, on that entry alone (the whole passes when each does)."""
@@ -344,6 +366,41 @@ def expected(
     return text
 
 
+def _unmet_verdict(
+    claim: Claim,
+    values: list[Any],
+    unmet: list,
+    outcomes: dict[str, dict[str, str]],
+    thresholds: Mapping[str, Any],
+    evidence: Mapping[str, Any],
+) -> tuple[str, str | None]:
+    """The verdict of a claim some of whose preconditions do not hold, and its reason.
+
+    Each entry whose precondition is not met becomes inconclusive, whatever its own test
+    says: by key where the precondition is per entry (``{encoding: seeds that learned}``),
+    else every entry. Where every check is per entry and every unmet precondition is too, the
+    entries that met theirs still decide: one that fails fails the claim (its models learned
+    and the claim does not hold). Otherwise the claim is inconclusive."""
+    per_entry = all(c.evidence in outcomes for c in claim.checks)
+    for (r, v, bound), _ in unmet:
+        per_key = _outcomes(r, v, None, bound)
+        per_entry = per_entry and per_key is not None
+        for entries in outcomes.values():
+            for key in entries:
+                if per_key is None or per_key.get(key, "pass") != "pass":
+                    entries[key] = "inconclusive"
+    verdict = "inconclusive"
+    if per_entry and values:
+        verdict = _combine([v for entries in outcomes.values() for v in entries.values()])
+    if verdict != "inconclusive":
+        return verdict, None
+    return "inconclusive", "; ".join(
+        f"not met: {expected(c, thresholds, raw, evidence)}; measured "
+        f"{', '.join(_short(c, v, bound))}"
+        for (c, v, bound), raw in unmet
+    )
+
+
 def evaluate(
     claims: tuple[Claim, ...] | list[Claim],
     evidence: Mapping[str, Any],
@@ -355,25 +412,49 @@ def evaluate(
     thresholds = cfg.get("thresholds", {})
     ledger = []
     for claim in claims:
-        for check in claim.checks:
+        for check in (*claim.checks, *claim.requires):
             if check.threshold is not None and check.threshold not in thresholds:
                 raise ClaimError(
                     f"claim {claim.id}: threshold {check.threshold!r} is not in the config's "
                     f"{section}.thresholds ({', '.join(thresholds) or 'none'})"
                 )
         values = [lookup(evidence, c.evidence) for c in claim.checks]
-        needed = [(c, p) for c in claim.checks for p in (c.of, c.scale) if p is not None]
-        absent = [c.name for c, v in zip(claim.checks, values) if v is MISSING]
+        required = [lookup(evidence, c.evidence) for c in claim.requires]
+        needed = [(c, p) for c in (*claim.checks, *claim.requires) for p in (c.of, c.scale) if p]
+        absent = [
+            c.name
+            for c, v in zip((*claim.checks, *claim.requires), values + required)
+            if v is MISSING
+        ]
         absent += [
             p.replace("_", " ")
             for c, p in needed
             if lookup(evidence, p) is MISSING and not (p == c.of and p in thresholds)
         ]
+        # Preconditions first: one whose evidence is measured and does not hold makes the
+        # claim inconclusive even where the claim's own evidence is missing (no seed learned,
+        # so no accuracy over learners).
+        judged_required = [
+            (
+                c,
+                _minus(v, _reference(c, evidence, thresholds)) if c.of else v,
+                _bound(c, thresholds, evidence),
+            )
+            for c, v in zip(claim.requires, required)
+            if v is not MISSING and not (c.of and lookup(evidence, c.of) is MISSING)
+        ]
+        unmet = [
+            (j, raw)
+            for j, raw in zip(judged_required, [r for r in required if r is not MISSING])
+            if _verdict(*j) != "pass"
+        ]
         if claim.unless and cfg.get(claim.unless):
-            verdict, reason = "n/a", f"{section}.{claim.unless} is set in the config"
-        elif absent:
+            verdict, reason, unmet = "n/a", f"{section}.{claim.unless} is set in the config", []
+        elif absent and not unmet:
             verdict = "n/a"
             reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"
+        elif absent:  # a precondition fails: decided below, whatever is missing
+            verdict, reason = "inconclusive", None
         else:
             judged = [
                 (
@@ -394,17 +475,22 @@ def evaluate(
         outcomes = {}
         if verdict != "n/a":
             for c, v in zip(claim.checks, values):
+                if v is MISSING:
+                    continue
                 reference = _reference(c, evidence, thresholds) if c.of else None
                 entries = _outcomes(c, v, reference, _bound(c, thresholds, evidence))
                 if entries is not None:
                     outcomes[c.evidence] = entries
+        if unmet:
+            verdict, reason = _unmet_verdict(claim, values, unmet, outcomes, thresholds, evidence)
         present = [(c.name, v) for c, v in zip(claim.checks, values) if v is not MISSING]
+        present += [(c.name, v) for c, v in zip(claim.requires, required) if v is not MISSING]
         present += [
             (path.replace("_", " "), lookup(evidence, path))
             for path in claim.shows
             if lookup(evidence, path) is not MISSING
         ]
-        if len(claim.checks) == 1 and not claim.shows:
+        if len(claim.checks) == 1 and not claim.shows and not claim.requires:
             measured = present[0][1] if present else None
         else:
             measured = dict(present)

@@ -242,6 +242,12 @@ class PositionalEncoding(nn.Module):
         (angles p * omega_i), float64, shape (pairs,); None for an encoding without waves."""
         return None
 
+    def pair_decay(self, distance: Tensor) -> Tensor | None:
+        """The factor each wave's term of a score carries at relative distance r = n - m of a
+        causal query n after its key m, beside its rotation (float64, shape (R, pairs) for
+        ``distance`` (R,)); None where the waves are not scaled (a pure rotation)."""
+        return None
+
     def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor | None:
         """The table of sines and cosines of those angles for ``positions``, with positions and
         angles computed in ``dtype`` (a model uses float32 or wider; the aliasing analysis asks
@@ -558,6 +564,13 @@ class XPos(Rotary):
     analysis reads the waves, which xPos leaves as RoPE has them. Each scale multiplies the
     cos and sin it goes with before the rotation, so a scaled pair is rounded as RoPE's is.
     """
+
+    def pair_decay(self, distance: Tensor) -> Tensor:
+        """zeta_i^(r / gamma) on pair i: the scale a score of a query r positions after its key
+        carries there (below 1, and falling with r, on every pair)."""
+        zeta = xpos_zeta(self.params.head_dim).to(device=distance.device, dtype=torch.float64)
+        r = distance.to(torch.float64)[:, None]
+        return zeta[None, :] ** (r / self.params.xpos_scale_base)
 
     def rotate(self, q, k, q_pos, k_pos):
         p = self.params

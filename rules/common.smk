@@ -29,9 +29,12 @@ def bench_path(name):
 
 def git_state():
     """Commit and dirty flag, so a new commit re-renders the report (a params change)."""
+    # safe.directory: a checkout owned by another user (a CI runner's, a shared clone) is
+    # still the checkout the run came from; without it git refuses to read it.
+    git = ["git", "-c", "safe.directory=*"]
     try:
         commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"],
+            [*git, "rev-parse", "HEAD"],
             capture_output=True,
             text=True,
             check=True,
@@ -39,7 +42,7 @@ def git_state():
         ).stdout.strip()
         dirty = bool(
             subprocess.run(
-                ["git", "status", "--porcelain", "--untracked-files=no"],
+                [*git, "status", "--porcelain", "--untracked-files=no"],
                 capture_output=True,
                 text=True,
                 check=True,

@@ -408,3 +408,81 @@ def test_the_report_writes_an_interval_as_estimate_and_bounds():
     from posenc.report import fmt_measured
 
     assert fmt_measured(interval(0.5, 0.25, 0.75)) == "0.5 [0.25, 0.75]"
+
+
+# Preconditions: what must hold for the evidence to bear on the claim at all.
+LEARNED = Claim(
+    "a.retrieves",
+    "Every encoding retrieves the key.",
+    kind="empirical",
+    checks=(Check("accuracy", ">=", "min_accuracy", label="accuracy"),),
+    requires=(Check("learners", ">=", "min_learners", label="seeds that learned"),),
+)
+CFG = {"thresholds": {"min_accuracy": 0.9, "min_learners": 3}}
+
+
+def test_a_precondition_not_met_makes_the_claim_inconclusive_and_back():
+    evidence = {"accuracy": {"alibi": 0.95, "rope": 0.95}, "learners": {"alibi": 2, "rope": 5}}
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "inconclusive"
+    assert c["reason"] == "not met: seeds that learned for each ≥ 3; measured alibi 2"
+    assert c["outcomes"] == {"accuracy": {"alibi": "inconclusive", "rope": "pass"}}
+    assert c["measured"]["seeds that learned"] == {"alibi": 2, "rope": 5}
+    evidence["learners"]["alibi"] = 3  # enough seeds learned: the claim is decided again
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "pass" and c["reason"] is None
+
+
+def test_an_entry_that_learned_and_fails_still_fails_the_claim():
+    evidence = {"accuracy": {"alibi": 0.95, "rope": 0.4}, "learners": {"alibi": 2, "rope": 5}}
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "fail"
+    assert c["outcomes"] == {"accuracy": {"alibi": "inconclusive", "rope": "fail"}}
+
+
+def test_a_claim_wide_precondition_makes_every_entry_inconclusive():
+    claim = Claim(
+        "a.flat",
+        "It stays flat.",
+        kind="empirical",
+        checks=(Check("change", "<=", "margin"),),
+        requires=(Check("lm_bits_below_trigram", ">", "zero", label="bits below the trigram"),),
+    )
+    cfg = {"thresholds": {"margin": 0.1, "zero": 0.0}}
+    evidence = {"change": {"1x": 0.0, "4x": 0.5}, "lm_bits_below_trigram": -0.2}
+    (c,) = evaluate([claim], evidence, cfg, "a")
+    assert c["verdict"] == "inconclusive"  # a fail on a model that did not learn decides nothing
+    assert c["reason"] == "not met: bits below the trigram > 0; measured -0.2"
+    assert c["outcomes"] == {"change": {"1x": "inconclusive", "4x": "inconclusive"}}
+    evidence["lm_bits_below_trigram"] = 0.3
+    (c,) = evaluate([claim], evidence, cfg, "a")
+    assert c["verdict"] == "fail" and c["outcomes"]["change"]["4x"] == "fail"
+
+
+def test_a_precondition_interval_that_straddles_is_not_met():
+    evidence = {
+        "accuracy": {"alibi": 0.95},
+        "learners": {"alibi": {"estimate": 3.0, "low": 2.0, "high": 4.0}},
+    }
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "inconclusive"
+    assert c["reason"].endswith("measured alibi 3.000 [2.000, 4.000]")
+
+
+def test_a_precondition_names_its_threshold_and_needs_its_evidence():
+    with pytest.raises(ClaimError, match="min_learners"):
+        evaluate(
+            [LEARNED], {"accuracy": {}, "learners": {}}, {"thresholds": {"min_accuracy": 1}}, "a"
+        )
+    (c,) = evaluate([LEARNED], {"accuracy": {"alibi": 0.95}}, CFG, "a")
+    assert c["verdict"] == "n/a" and "seeds that learned" in c["reason"]
+
+
+def test_a_precondition_not_met_decides_even_where_the_claims_evidence_is_missing():
+    """No seed learned, so there is no accuracy over learners: inconclusive, not n/a."""
+    (c,) = evaluate([LEARNED], {"learners": {"alibi": 0}}, CFG, "a")
+    assert c["verdict"] == "inconclusive"
+    assert c["reason"] == "not met: seeds that learned ≥ 3; measured alibi 0"
+    # Met, with the claim's evidence missing: n/a, as without preconditions.
+    (c,) = evaluate([LEARNED], {"learners": {"alibi": 5}}, CFG, "a")
+    assert c["verdict"] == "n/a" and "accuracy" in c["reason"]

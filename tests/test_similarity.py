@@ -29,6 +29,7 @@ from posenc.encodings import (
     QKEncoding,
     Rotary,
     Sinusoidal,
+    XPos,
     build,
     inverse_frequencies,
     register,
@@ -273,6 +274,25 @@ def test_relative_upper_bound_against_double_loop(d):
     got = sm.relative_upper_bound(module.frequencies(), R, CPU)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
     assert got[0].item() == pytest.approx((d // 2 + 1) / 2)  # S_j(0) = j
+
+
+def test_xpos_bound_carries_its_scale_against_double_loop():
+    """xPos's relative upper bound is of its scores, zeta_i^(r/gamma) e^{i r theta_i} on pair
+    i (Sun et al. 2022), written out from the paper's zeta; not RoPE's, which ignores it."""
+    d, R, gamma = 16, 40, 8.0
+    params = EncodingParams(d_model=d, n_heads=1, xpos_scale_base=gamma)
+    module = XPos(params)
+    theta = module.frequencies().tolist()
+    zeta = [(2 * i / d + 0.4) / 1.4 for i in range(d // 2)]
+    want = []
+    for r in range(R + 1):
+        terms = [z ** (r / gamma) * cmath.exp(1j * r * t) for z, t in zip(zeta, theta)]
+        partial = [abs(sum(terms[:j])) for j in range(1, d // 2 + 1)]
+        want.append(sum(partial) / (d // 2))
+    got = sm.relative_upper_bound(module.frequencies(), R, CPU, module.pair_decay)
+    torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
+    rope = sm.relative_upper_bound(Rotary(params).frequencies(), R, CPU, Rotary(params).pair_decay)
+    assert got[0] == rope[0] and bool((got[1:] < rope[1:]).all())  # the scale only lowers it
 
 
 def test_spearman_against_textbook_formula():

@@ -20,13 +20,15 @@ says of them (their context extensions, ``EncodingSpec.extensions``), never by n
 """
 
 import math
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
+from posenc import ngram
 from posenc.analysis import Context, Measurements
+from posenc.claims import interval
 from posenc.encodings import REGISTRY
 from posenc.io import read_json
 from posenc.stats import Bootstrap, Resampled, disagree
@@ -271,12 +273,24 @@ def evidence(
     chance: float | None,
     train_len: int,
     passkey_encodings: list[str] | None = None,
+    learned_scores: Scores | None = None,
+    learners: dict[str, int] | None = None,
+    references: dict[str, float] | None = None,
+    min_learners: int = 0,
 ) -> dict[str, Any]:
     """The named values the claims read, per encoding where the claims name one; each is an
     interval (estimate and bounds), a measured number or a yes/no fact, never a verdict.
     ``encodings``: the LM's models, ``passkey_encodings`` the passkey task's (default: the
-    same), randomized ones (``rope+randomized``) included."""
+    same), randomized ones (``rope+randomized``) included.
+
+    Passkey accuracies are means over the seeds that learned the task at N
+    (``learned_scores``; all seeds without it), and ``learners`` counts them per encoding, for
+    the claims' preconditions. ``references`` are the n-gram bits/char of the validation text:
+    how far each LM is below :data:`LEARNED_REFERENCE` at L_train is whether it learned."""
     passkey_encodings = encodings if passkey_encodings is None else passkey_encodings
+    learners = learners or {}
+    references = references or {}
+    passkey_scores = learned_scores or scores
     longest = max(multipliers)
     ci = scores.interval
 
@@ -320,11 +334,16 @@ def evidence(
     at = 4 if 4 in passkey_multipliers else max(passkey_multipliers, default=None)
 
     def accuracy(e, m):
-        return scores.get("passkey", e, "all", m)
+        return passkey_scores.get("passkey", e, "all", m)
 
     at_long = {e: accuracy(e, at) for e in passkey_encodings if accuracy(e, at) is not None}
-    top = max((r.point for r in at_long.values()), default=None)
-    best_long = [e for e, r in at_long.items() if r.point == top]
+    # The best among the encodings whose seeds learned the task often enough to judge
+    # (``min_learners``); among all where none did, and the claim's precondition says so.
+    judged = {
+        e: r for e, r in at_long.items() if learners.get(e, min_learners) >= min_learners
+    } or at_long
+    top = max((r.point for r in judged.values()), default=None)
+    best_long = [e for e, r in judged.items() if r.point == top]
     other_accuracies = {
         e: {
             f"{m}N": ci(accuracy(e, m))
@@ -352,9 +371,42 @@ def evidence(
         for e in encodings
         if bits(e, "all", 1) is not None and bits(e, "all", 1, "train") is not None
     }
+    reference = references.get(LEARNED_REFERENCE)
+    learned_margin = {}
+    if reference is not None:
+        for e, r in at_train.items():
+            iv = ci(r)
+            learned_margin[e] = interval(
+                reference - iv["estimate"], reference - iv["high"], reference - iv["low"]
+            )
+    # Retention: accuracy at kN over accuracy at 1N, over the same (learning) seeds and test
+    # sequences resampled together.
+    retention = {
+        e: {
+            f"{m}N": ci(Resampled(a.point / one_n.point, a.draws / one_n.draws))
+            for m in passkey_multipliers
+            if m > 1 and (a := accuracy(e, m)) is not None
+        }
+        for e in passkey_encodings
+        if (one_n := accuracy(e, 1)) is not None and one_n.point > 0 and np.all(one_n.draws > 0)
+    }
     return {
         "train_len": train_len,
         "longest": longest,
+        # How far each LM's bits/char at L_train (mode a, mean over seeds) is below the
+        # reference it must beat to have learned: positive, it learned.
+        "lm_learned_margin": learned_margin,
+        "learned_reference": LEARNED_REFERENCE if reference is not None else None,
+        "passkey_learners": dict(learners),
+        "passkey_best_learners": {e: learners[e] for e in best_long if e in learners},
+        "passkey_retention": {e: r for e, r in retention.items() if r},
+        # Randomized positions against the same encoding without: both must have learned.
+        "randomized_pair_learners": {
+            base: min(learners.get(e, 0), learners.get(base, 0))
+            for e in passkey_encodings
+            for base, randomized in [split_model(e)]
+            if randomized and base in passkey_encodings
+        },
         "parity_best": best,
         "parity_best_bits": ci(at_train[best]),
         "behind_best": {e: ci(r - at_train[best]) for e, r in at_train.items()},
@@ -422,30 +474,10 @@ def series_of(scores: Scores, encodings: list[str], multipliers: list[int]) -> l
 
 
 def ngram_baselines(train: Sequence[int], val: Sequence[int], vocab_size: int) -> dict[str, float]:
-    """Reference bits/char of the validation text: what a model with no context (uniform), or
-    one that counts single characters (unigram) or pairs (bigram) of the TRAINING text, scores.
-
-    * uniform: log2 V, every one of the V characters equally likely;
-    * unigram: p(c) = (n(c) + 1) / (N + V), n(c) the count of c among the N training characters;
-    * bigram:  p(b | a) = (n(a b) + 1) / (n(a ·) + V), n(a ·) the number of training pairs that
-      start with a;
-
-    both with add-one (Laplace) smoothing, so a character or pair unseen in training still has
-    a probability (Jurafsky & Martin, Speech and Language Processing, ch. 3). Each is the mean
-    of -log2 p over every validation character, each in the context of the character before
-    it in the validation text (the first: the last training character).
-    """
-    if not train or not val:
-        raise ValueError("ngram_baselines needs a non-empty training and validation text")
-    unigram, pairs = Counter(train), Counter(zip(train[:-1], train[1:]))
-    starts = Counter(train[:-1])
-    n, v = len(train), vocab_size
-    uni = -sum(math.log2((unigram[c] + 1) / (n + v)) for c in val) / len(val)
-    contexts = [train[-1], *val[:-1]]
-    bi = -sum(
-        math.log2((pairs[(a, b)] + 1) / (starts[a] + v)) for a, b in zip(contexts, val)
-    ) / len(val)
-    return {"uniform": math.log2(v), "unigram": uni, "bigram": bi}
+    """Reference bits/char of the validation text, counted on the TRAINING text: the n-gram
+    ladder of :mod:`posenc.ngram` (uniform; unigram and bigram with add-one smoothing;
+    interpolated Kneser–Ney 3-, 4- and 5-grams)."""
+    return ngram.ladder(train, val, vocab_size)
 
 
 def corpus_baselines(data: dict) -> dict[str, float]:
@@ -468,8 +500,74 @@ def compute(ctx: Context) -> Measurements:
     lm_logs = [t for t in train_logs if t["task"] == "lm"]
     baselines = corpus_baselines(lm_logs[0]["data"]) if lm_logs else None
     return aggregate(
-        evals, train_logs, ctx.cfg["smoke_test"], baselines, ctx.cfg["intervals"], ctx.seed
+        evals,
+        train_logs,
+        ctx.cfg["smoke_test"],
+        baselines,
+        ctx.cfg["intervals"],
+        ctx.seed,
+        learned_at=ctx.cfg["thresholds"]["passkey_min_accuracy"],
+        min_learners=ctx.cfg["thresholds"]["passkey_min_learners"],
     )
+
+
+# An LM has learned its task when its bits/char at L_train beat this reference, counted on the
+# same training text and scored on the same validation text: a model no better than a trigram
+# has used two characters of context, and says nothing about positions far away.
+LEARNED_REFERENCE = "3-gram"
+# Training has plateaued when the loss fell by less than this over the last tenth of its steps.
+PLATEAU_BITS = 0.02
+
+
+def passkey_learners(evals: list[dict], learned_at: float) -> dict[str, list[int]]:
+    """Per passkey encoding, the seeds whose exact match at 1N is at least ``learned_at``:
+    those that learned the task at the training length."""
+    out: dict[str, list[int]] = defaultdict(list)
+    for ev in evals:
+        out[ev["encoding"]]  # noqa: B018 -- every encoding listed, learners or not
+        at_n = next((r for r in ev["rows"] if r["multiplier"] == 1 and r["defined"]), None)
+        if at_n is not None and at_n["accuracy"] >= learned_at:
+            out[ev["encoding"]].append(ev["seed"])
+    return {e: sorted(seeds) for e, seeds in out.items()}
+
+
+def lm_status(
+    rows: list[dict], train_logs: list[dict], references: dict[str, float]
+) -> list[dict[str, Any]]:
+    """Per LM (encoding and seed): its validation bits/char at L_train (mode a), the n-gram
+    reference it must beat to have learned (:data:`LEARNED_REFERENCE`) and whether it did,
+    how much its training loss fell over the last tenth of the steps (bits/char) and whether
+    that is under :data:`PLATEAU_BITS` (plateaued)."""
+    reference = references.get(LEARNED_REFERENCE)
+    at_train = {
+        (r["encoding"], r["seed"]): r["bits_per_char"]
+        for r in rows
+        if r["mode"] == "all"
+        and r["multiplier"] == 1
+        and r["split"] == "val"
+        and r["series"] == r["encoding"]
+    }
+    out = []
+    for t in sorted(
+        (t for t in train_logs if t["task"] == "lm"),
+        key=lambda t: (_encoding_index(t["encoding"]), t["seed"]),
+    ):
+        losses = [x / LN2 for x in t["log"]["losses"]]
+        n = max(1, len(losses) // 10)
+        fell = sum(losses[-2 * n : -n]) / n - sum(losses[-n:]) / n if len(losses) >= 2 * n else None
+        bits = at_train.get((t["encoding"], t["seed"]))
+        out.append(
+            {
+                "encoding": t["encoding"],
+                "seed": t["seed"],
+                "bits": bits,
+                "reference": reference,
+                "learned": None if bits is None or reference is None else bits < reference,
+                "late_fall_bits": fell,
+                "plateaued": None if fell is None else fell < PLATEAU_BITS,
+            }
+        )
+    return out
 
 
 def aggregate(
@@ -479,10 +577,15 @@ def aggregate(
     baselines: dict[str, float] | None = None,
     intervals: dict[str, Any] | None = None,
     seed: int = 0,
+    learned_at: float = 0.9,
+    min_learners: int = 0,
 ) -> Measurements:
     """The measurements from evaluation records and training logs (timings merged in);
     ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`); ``intervals``
-    the bootstrap's level and resamples, seeded by ``seed``."""
+    the bootstrap's level and resamples, seeded by ``seed``; ``learned_at`` the exact match at
+    1N from which a passkey seed has learned the task (the config's
+    ``thresholds.passkey_min_accuracy``) and ``min_learners`` how many must have for an
+    encoding to be judged (``thresholds.passkey_min_learners``)."""
     intervals = intervals or DEFAULT_INTERVALS
     scores = Scores(evals, Bootstrap(intervals["resamples"], seed), intervals["level"])
     lm_rows, passkey_rows = lm_table(evals), passkey_table(evals)
@@ -558,8 +661,30 @@ def aggregate(
         "passkey": scores.cells("passkey"),
         "gaps": memorisation_gaps(lm_rows),
     }
+    # Passkey claims are decided on the seeds that learned the task at N; the raw means over
+    # every seed stay in the tables. One bootstrap seed for both, so that intervals pair alike.
+    learned = passkey_learners(passkey_evals, learned_at)
+    learned_scores = Scores(
+        [e for e in evals if e["task"] != "passkey" or e["seed"] in learned[e["encoding"]]],
+        Bootstrap(intervals["resamples"], seed),
+        intervals["level"],
+    )
+    summary["passkey_learned_seeds"] = {e: learned[e] for e in passkey_encodings}
+    summary["passkey_learned_at"] = learned_at
+    summary["passkey_min_learners"] = min_learners
+    summary["lm_status"] = lm_status(lm_rows, train_logs, baselines or {})
     ev = evidence(
-        scores, encodings, multipliers, passkey_multipliers, chance, train_len, passkey_encodings
+        scores,
+        encodings,
+        multipliers,
+        passkey_multipliers,
+        chance,
+        train_len,
+        passkey_encodings,
+        learned_scores=learned_scores,
+        learners={e: len(learned[e]) for e in passkey_encodings},
+        references=baselines or {},
+        min_learners=min_learners,
     )
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     if corpus.get("files"):  # a text of whole files (python-stdlib): what the prose describes

@@ -5,6 +5,7 @@ hollow marker of its own, so the plain model and its extensions stay apart in on
 
 from typing import Any
 
+from posenc import ngram
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
 from posenc.plotting import style
@@ -18,7 +19,8 @@ EXTENSION_MARKERS = ("X", "*", "h")
 # dash-dot line that no context extension uses.
 RANDOMIZED_LINESTYLE = (0, (6, 2, 1, 2))
 # The corpus reference points, in the order drawn and tabulated.
-BASELINES = ("uniform", "unigram", "bigram")
+# The corpus references drawn and tabulated: the n-gram ladder, weakest first.
+BASELINES = ngram.LADDER
 # Passkey: each encoding's points are shifted sideways by this fraction of an octave times its
 # place among the encodings (centred), so equal accuracies (all at 1.0, say) stay visible.
 PASSKEY_DODGE_OCTAVES = 0.035
@@ -369,4 +371,45 @@ def table_training(m: Measurements, ctx: Context):
         ]
         for t in m.rows["training_timing"]
     ]
+    return columns, rows
+
+
+def table_learned(m: Measurements, ctx: Context):
+    """One row per LM (learned, plateaued) and per passkey encoding (its learners)."""
+    columns = [
+        "task",
+        "model",
+        "bits/char at L_train",
+        "reference",
+        "learned",
+        "late fall",
+        "plateaued",
+    ]
+    yes = {True: "yes", False: "no", None: "—"}
+    rows = [
+        [
+            "lm",
+            f"{r['encoding']} seed {r['seed']}",
+            r["bits"],
+            r["reference"],
+            yes[r["learned"]],
+            r["late_fall_bits"],
+            yes[r["plateaued"]],
+        ]
+        for r in m.summary.get("lm_status", [])
+    ]
+    seeds = m.summary.get("seeds", {}).get("passkey", [])
+    for enc, learned in m.summary.get("passkey_learned_seeds", {}).items():
+        shown = ", ".join(map(str, learned)) or "none"
+        rows.append(
+            [
+                "passkey",
+                enc,
+                None,
+                None,
+                f"{len(learned)} of {len(seeds)} (seeds {shown})",
+                None,
+                None,
+            ]
+        )
     return columns, rows

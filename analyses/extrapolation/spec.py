@@ -150,6 +150,42 @@ def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
     return {f"extrapolation.model.d_model = {d}, extrapolation.model.n_heads = {h}": (d, h)}
 
 
+# Preconditions (posenc.claims.Claim.requires): an LM claim reads models that learned the task
+# (below the interpolated trigram at L_train), a passkey claim encodings with enough seeds that
+# learned it at N. Either missing: the claim is inconclusive, with the numbers.
+LEARNED = Check(
+    "lm_learned_margin",
+    ">",
+    "lm_learned_margin_bits",
+    label="bits/char below the interpolated trigram at L_train",
+)
+
+
+def learned(*encodings: str) -> tuple[Check, ...]:
+    """The LMs of ``encodings`` learned: each below the interpolated trigram at L_train."""
+    return tuple(
+        Check(
+            f"lm_learned_margin.{e}",
+            ">",
+            "lm_learned_margin_bits",
+            label=f"{e} bits/char below the interpolated trigram at L_train",
+        )
+        for e in encodings
+    )
+
+
+def learners(evidence: str, who: str) -> tuple[Check, ...]:
+    """Enough of ``who``'s passkey seeds learned the task at N."""
+    return (
+        Check(
+            evidence,
+            ">=",
+            "passkey_min_learners",
+            label=f"seeds of {who} that learned the task at N",
+        ),
+    )
+
+
 SPEC = AnalysisSpec(
     id="extrapolation",
     title="Extrapolation: train short, test long",
@@ -190,25 +226,35 @@ SPEC = AnalysisSpec(
             "each window is scored at every length: mean over seeds [{interval_percent}% "
             "interval], each seed's value where the seeds disagree (their own intervals do not "
             "overlap), and the tokens each number rests on per model. Rows "
-            "uniform, unigram, bigram: reference bits/char of the validation text (log2 V; "
-            "unigram and bigram models estimated on the training text with add-one (Laplace) "
-            "smoothing), the same at every length.",
+            "uniform to 5-gram: the n-gram ladder, reference bits/char of the validation text "
+            "(log2 V; unigram and bigram with add-one smoothing, 3- to 5-grams with interpolated "
+            "Kneser-Ney, all counted on the training text), the same at every length.",
             csv="lm_bits",
         ),
         "all": Table(
             "Validation bits/char by evaluation length, mode (a): every token of "
             "non-overlapping windows, the same number of tokens at every length: mean over "
             "seeds [{interval_percent}% interval], each seed's value where the seeds disagree, "
-            "and the tokens per model. Rows uniform, unigram, "
-            "bigram: reference bits/char of the validation text (log2 V; unigram and bigram "
-            "models estimated on the training text with add-one (Laplace) smoothing), the same "
-            "at every length.",
+            "and the tokens per model. Rows uniform to 5-gram: the n-gram ladder, reference "
+            "bits/char of the validation text (log2 V; unigram and bigram with add-one "
+            "smoothing, 3- to 5-grams with interpolated Kneser-Ney, all counted on the "
+            "training text), the same at every length.",
             csv="lm_bits",
         ),
         "passkey": Table(
-            "Passkey retrieval: exact-match accuracy by sequence length: mean over seeds "
-            "[{interval_percent}% interval], each seed's value where the seeds disagree.",
+            "Passkey retrieval: exact-match accuracy by sequence length: mean over every seed "
+            "[{interval_percent}% interval], each seed's value where the seeds disagree. The "
+            "claims read the means over the seeds that learned the task at N only "
+            "(the table of learners).",
             csv="passkey_accuracy",
+        ),
+        "learned": Table(
+            "Which trained models learned their task, the precondition of every claim on "
+            "them. Language models: validation bits/char at L_train (mode a) against the "
+            "interpolated Kneser-Ney trigram of the training text (learned: below it), and how "
+            "much the training loss fell over the last tenth of the steps (plateaued: under "
+            "0.02 bits/char). Passkey: the seeds whose exact match at N is at least "
+            "{passkey_learned_at:g}, of all seeds.",
         ),
         "extensions": Table(
             "Context extensions evaluated without fine-tuning: how much each lowers the plain "
@@ -238,6 +284,7 @@ SPEC = AnalysisSpec(
             "under 0.01 bits per character at WikiText-103's ~5.6 characters per word; the "
             "margin here, in bits/char, allows for a much smaller model trained far shorter.",
             kind="empirical",
+            requires=learned("sinusoidal", "rope", "t5_bias", "alibi"),
             checks=tuple(
                 Check(
                     f"behind_best.{e}",
@@ -273,6 +320,7 @@ SPEC = AnalysisSpec(
             "(mode b) rise from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at "
             "30x).",
             kind="empirical",
+            requires=learned("sinusoidal"),
             checks=(
                 Check(
                     "far_change.sinusoidal",
@@ -290,6 +338,7 @@ SPEC = AnalysisSpec(
             "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) "
             "rise from 1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
             kind="empirical",
+            requires=learned("rope"),
             checks=(
                 Check("far_change.rope", ">=", "degrade_min_bits", label="rope bits/char increase"),
             ),
@@ -303,6 +352,7 @@ SPEC = AnalysisSpec(
             "tokens (mode b) at {longest}x L_train are about those at 1x (Press et al.: 19.73 "
             "-> 18.31 ppl).",
             kind="empirical",
+            requires=learned("alibi"),
             checks=(
                 Check(
                     "far_change.alibi",
@@ -320,6 +370,7 @@ SPEC = AnalysisSpec(
             "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et "
             "al.: 18.31 vs 406 ppl).",
             kind="empirical",
+            requires=learned("alibi", "sinusoidal"),
             checks=(
                 Check(
                     "far_lead.alibi.sinusoidal",
@@ -338,6 +389,7 @@ SPEC = AnalysisSpec(
             "(mode b) at {longest}x L_train are about those at 1x (Chi et al. 2022 report "
             "perplexity flat or falling to 16x the training length).",
             kind="empirical",
+            requires=learned("kerple"),
             checks=(
                 Check(
                     "far_change.kerple", "<=", "flat_margin_bits", label="kerple bits/char change"
@@ -353,6 +405,7 @@ SPEC = AnalysisSpec(
             "Kerple's and better than RoPE's and T5's (Li et al. 2024: FIRE extrapolates best "
             "among these on long-context language modelling).",
             kind="empirical",
+            requires=learned("fire", "alibi", "kerple", "rope", "t5_bias"),
             checks=(
                 Check(
                     "far_lead.alibi.fire",
@@ -388,6 +441,7 @@ SPEC = AnalysisSpec(
             "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
             "1x to {longest}x L_train than RoPE's (Sun et al. 2022).",
             kind="empirical",
+            requires=learned("xpos", "rope"),
             checks=(
                 Check(
                     "far_change_lead.xpos.rope",
@@ -405,6 +459,7 @@ SPEC = AnalysisSpec(
             "NTK-aware base scaling, applied at evaluation without fine-tuning, lowers RoPE's "
             "loss (mode b) at every length past L_train, not only at 2x.",
             kind="empirical",
+            requires=learned("rope"),
             checks=(
                 Check(
                     "extension_gain.rope.ntk",
@@ -423,6 +478,7 @@ SPEC = AnalysisSpec(
             "(mode b) rise from 1x to {longest}x L_train by less than what counts as degrading "
             "(Press et al.: 19.65 -> 22.9 ppl at 30x, where sinusoidal reaches 406).",
             kind="empirical",
+            requires=learned("t5_bias"),
             checks=(
                 Check(
                     "far_change.t5_bias",
@@ -441,6 +497,7 @@ SPEC = AnalysisSpec(
             "b) at {longest}x L_train are about those at 1x (Kazemnejad et al. find NoPE "
             "generalises in length; Haviv et al. that causal attention infers position).",
             kind="empirical",
+            requires=learned("none"),
             checks=(
                 Check("far_change.none", "<=", "flat_margin_bits", label="none bits/char change"),
             ),
@@ -454,6 +511,7 @@ SPEC = AnalysisSpec(
             "at every tested length, up to the longest. Its bias penalises attention linearly "
             "with distance, so a key far from the query may be out of its reach.",
             kind="empirical",
+            requires=learners("passkey_learners.alibi", "alibi"),
             checks=(
                 Check(
                     "passkey_accuracy.alibi",
@@ -472,6 +530,7 @@ SPEC = AnalysisSpec(
             "{passkey_chance}); Kazemnejad et al. find some encodings generalise, and NoPE "
             "competitive.",
             kind="empirical",
+            requires=learners("passkey_best_learners", "the best encoding"),
             checks=(
                 Check(
                     "passkey_best_accuracy",
@@ -493,6 +552,7 @@ SPEC = AnalysisSpec(
             "than the same encoding trained on 0..n-1 (Ruoss et al. 2023: +12 % accuracy on "
             "average over their tasks, for every encoding they tried).",
             kind="empirical",
+            requires=learners("randomized_pair_learners", "both models"),
             checks=(
                 Check(
                     "randomized_gain",
@@ -513,6 +573,7 @@ SPEC = AnalysisSpec(
             "memorisation and not a change of topic; extrapolation numbers mean something only "
             "if the model generalises.",
             kind="empirical",
+            requires=(LEARNED,),
             checks=(
                 Check(
                     "memorisation_gap",

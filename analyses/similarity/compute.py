@@ -34,7 +34,7 @@ at large positions is the aliasing analysis' subject. This module measures; the 
 
 import itertools
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -232,14 +232,22 @@ def sinusoidal_profile(d: int, base: float, max_offset: int, device) -> tuple[Te
     return similarity, distance
 
 
-def relative_upper_bound(theta: Tensor, max_distance: int, device) -> Tensor:
+def relative_upper_bound(
+    theta: Tensor, max_distance: int, device, decay: Callable[[Tensor], Tensor | None] | None = None
+) -> Tensor:
     """Su et al. 2021, eq. (37): (1/(d/2)) sum_{j=1}^{d/2} |S_j(r)| with
-    S_j = sum_{i<j} e^{i r theta_i}, for the rotation frequencies ``theta`` (d/2,) and
-    r = 0..max_distance. Shape (max_distance + 1,)."""
+    S_j = sum_{i<j} a_i(r) e^{i r theta_i}, for the rotation frequencies ``theta`` (d/2,) and
+    r = 0..max_distance. Shape (max_distance + 1,). a_i(r) = 1 for a pure rotation (RoPE);
+    ``decay`` gives each pair's scale at distance r where the encoding has one
+    (:meth:`~posenc.encodings.PositionalEncoding.pair_decay`: xPos's zeta_i^(r/gamma), Sun et
+    al. 2022), so that the bound is of the scores the encoding really gives."""
     theta = theta.to(device=device, dtype=torch.float64)
     r = torch.arange(max_distance + 1, dtype=torch.float64, device=device)
-    partial_sums = torch.cumsum(torch.exp(1j * r[:, None] * theta[None, :]), dim=1)  # (R, d/2)
-    return partial_sums.abs().mean(dim=1)
+    terms = torch.exp(1j * r[:, None] * theta[None, :])  # (R, d/2)
+    scale = decay(r) if decay is not None else None
+    if scale is not None:
+        terms = terms * scale.to(device=device, dtype=torch.float64)
+    return torch.cumsum(terms, dim=1).abs().mean(dim=1)
 
 
 def spearman(x: Tensor, y: Tensor) -> float:
@@ -425,7 +433,7 @@ def compute(ctx: Context) -> Measurements:
         for d in rc["dims"]:
             module = build(encoding, EncodingParams(d_model=d, n_heads=1, **ctx.encoding))
             bounds[encoding, d] = relative_upper_bound(
-                module.frequencies(), rc["max_distance"], device
+                module.frequencies(), rc["max_distance"], device, module.pair_decay
             ).cpu()
     decay = {key: decay_summary(b) for key, b in bounds.items()}
 
