@@ -1,17 +1,22 @@
 """Data: the corpus and its split, LM windows, and the seeded passkey task."""
 
+import numpy as np
 import pytest
 import torch
 
+from posenc import data
 from posenc.data import IGNORE, PasskeyTask, lm_batches, load_corpus, read_text
 
 
 def test_default_corpus_ships_with_python():
     corpus = load_corpus()
-    n = len(corpus.train) + len(corpus.val)
+    n = len(corpus.train) + len(corpus.val) + corpus.val_verbatim_removed
     assert n == len(read_text(None)) > 400_000  # ~465k characters of pydoc_data.topics
-    # Every tenth whole block of 4096 characters validates.
-    assert len(corpus.val) == corpus.val_blocks * 4096 == (n // 4096 // 10) * 4096
+    # Every tenth whole block of 4096 characters validates, less what repeats training text.
+    held = len(corpus.val) + corpus.val_verbatim_removed
+    assert held == corpus.val_blocks * 4096 == (n // 4096 // 10) * 4096
+    # pydoc's topics quote one another: about half of the held-out blocks repeat training text.
+    assert 0.3 < corpus.val_verbatim_removed / held < 0.7 and len(corpus.val) > 16_384
     assert corpus.vocab == tuple(sorted(corpus.vocab)) and 50 < corpus.vocab_size < 200
     assert load_corpus().sha256 == corpus.sha256  # the same text every time
 
@@ -169,3 +174,43 @@ def test_passkey_batches_cover_the_training_lengths_deterministically():
         task.batches(min_len=9, max_len=5)
     with pytest.raises(ValueError, match="needs 5"):
         task.batches(min_len=4, max_len=9)  # too short for KEY, key, QUERY, answer
+
+
+def test_no_stretch_of_validation_text_occurs_in_the_training_text():
+    """Checked without hashes: every 64-character window of the validation text, against the
+    set of the training text's windows (pydoc topics, the default and test configs' corpus)."""
+    corpus = load_corpus()
+    text = {}
+    for split in ("train", "val"):
+        text[split] = "".join(corpus.vocab[i] for i in getattr(corpus, split).tolist())
+    w = data.VERBATIM
+    seen = {text["train"][i : i + w] for i in range(len(text["train"]) - w + 1)}
+    assert not any(text["val"][i : i + w] in seen for i in range(len(text["val"]) - w + 1))
+
+
+def test_window_hashes_against_the_formula():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 5, size=300)
+    big, mod = 0x100000001B3, 1 << 64
+    for w in (1, 2, 3, 7, 16, 64):
+        want = [
+            sum((int(ids[i + k]) + 1) * pow(big, w - 1 - k, mod) for k in range(w)) % mod
+            for i in range(len(ids) - w + 1)
+        ]
+        assert data.window_hashes(ids, w).tolist() == want, w
+    assert len(data.window_hashes(ids[:3], 4)) == 0
+
+
+def test_verbatim_stretches_are_cut_and_the_joins_checked_again():
+    """Validation "xyz" + a copy of a training stretch + "uvw": the copy goes; what is left is
+    joined and checked again, so no window of the result occurs in training."""
+    vocab = "abcdefghijklmnopqrstuvwxyz"
+    ids = lambda s: torch.tensor([vocab.index(c) for c in s])  # noqa: E731
+    train = "abcdefghij" * 3
+    val = "xyz" + "cdefgh" + "uvw"
+    kept, removed = data.drop_verbatim(ids(train), ids(val), width=4)
+    assert "".join(vocab[i] for i in kept.tolist()) == "xyzuvw" and removed == 6
+    # A join that itself repeats training text is cut on the next pass: "zz" goes first,
+    # which joins "a" and "b" into "ab", a window of training too.
+    kept, removed = data.drop_verbatim(ids("abzz"), ids("qazzbq"), width=2)
+    assert "".join(vocab[i] for i in kept.tolist()) == "qq" and removed == 4

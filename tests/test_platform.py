@@ -116,7 +116,9 @@ def test_editing_a_plugin_retrains_its_models_and_no_others(toy_run):
 
     assert planned_training() == 0  # up to date
     try:
-        toys.write_text(source + "\n# an edit\n")
+        toys.write_text(source + "\n# a comment changes no meaning\n")
+        assert planned_training() == 0
+        toys.write_text(source + "\n_EDITED = True  # a change of meaning\n")
         retrained = planned_training()
     finally:
         toys.write_text(source)

@@ -527,8 +527,8 @@ def test_report_counts_timed_jobs_and_shows_the_code_digests(fake, tmp_path):
     assert "It ran 2 of these 3 jobs; the other 1 were reused" in html
     assert context["job_summary"]["total_seconds"] == 2.0 + 4.0 + 4.0  # mean of 1.5 and 2.5 s
     assert "3 jobs, 10 s of compute" in html
-    assert "<code>train</code>: <code>feedc0ffee12</code> (2 modules)" in html
-    assert "<code>alpha</code>: <code>abad1dea0042</code> (1 module)" in html
+    assert "<td><code>train</code></td><td><code>feedc0ffee12</code></td><td>2</td>" in html
+    assert "<td><code>alpha</code></td><td><code>abad1dea0042</code></td><td>1</td>" in html
     assert "task=lm, encoding=alibi, seed=0" in html
 
 

@@ -4,6 +4,7 @@ import io
 import itertools
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -190,7 +191,10 @@ def test_nan_loss_names_the_run_and_step_and_leaves_no_checkpoint(tmp_path):
 
 def settings(tmp_path, **train_overrides):
     corpus = tmp_path / "corpus.txt"
-    corpus.write_text("the quick brown fox jumps over the lazy dog. " * 60, encoding="utf-8")
+    # Seeded random words: a text that repeats itself would leave no held-out validation text.
+    words = "the quick brown fox jumps over lazy dog and cat".split()
+    rng = random.Random(0)
+    corpus.write_text(" ".join(rng.choice(words) for _ in range(600)) + ".", encoding="utf-8")
     return {
         "data": {"corpus": str(corpus), "val_fraction": 0.1, "split_block": 256, "seq_len": 16},
         "model": {"n_layers": 1, "d_model": 16, "n_heads": 2, "dropout": 0.0},

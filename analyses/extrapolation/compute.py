@@ -607,6 +607,10 @@ def aggregate(
         "val_fraction_percent": round(100 * corpus["val_fraction"], 1),
         "split_block": corpus.get("split_block"),
         "val_blocks": corpus.get("val_blocks"),
+        # What was cut from validation because it repeats training text verbatim.
+        "val_verbatim_removed": corpus.get("val_verbatim_removed", 0),
+        "val_characters": corpus.get("val_characters"),
+        "verbatim": corpus.get("verbatim"),
         "vocab_size": lm_log.get("vocab_size"),
         # Reference bits/char of the validation text: uniform, unigram, bigram.
         "baselines": baselines or {},

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from posenc import plugins
-from posenc.data import PasskeyTask, RandomizedPositions, lm_batches, load_corpus
+from posenc.data import VERBATIM, PasskeyTask, RandomizedPositions, lm_batches, load_corpus
 from posenc.device import device_name, resolve_device
 from posenc.encodings import EncodingParams
 from posenc.io import write_json
@@ -41,8 +41,12 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
             "split_block": data["split_block"],
             "val_blocks": corpus.val_blocks,
             "sha256": corpus.sha256,
-            "characters": len(corpus.train) + len(corpus.val),
+            "characters": len(corpus.train) + len(corpus.val) + corpus.val_verbatim_removed,
             "train_characters": len(corpus.train),
+            "val_characters": len(corpus.val),
+            # Validation characters cut because they repeat training text verbatim.
+            "val_verbatim_removed": corpus.val_verbatim_removed,
+            "verbatim": VERBATIM,
             "seq_len": data["seq_len"],
         }
         if corpus.files:  # split by whole files (python-stdlib): say which, for the report
@@ -50,7 +54,6 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
                 "val_blocks": None,
                 "files": corpus.files,
                 "val_files": corpus.val_files,
-                "val_characters": len(corpus.val),
                 "python": corpus.python,
             }
         seq_len = data["seq_len"]
