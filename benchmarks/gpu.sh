@@ -2,6 +2,8 @@
 # The GPU study, end to end, and the throughput benchmark, on a CUDA machine, in parts that each
 # fit one command of at most 10 minutes and skip what is already done:
 #
+#   benchmarks/gpu.sh install [DIR] the packages the machine lacks, offline, from the wheels
+#                                  benchmarks/wheelhouse.sh built (DIR, default .wheelhouse)
 #   benchmarks/gpu.sh env          the machine (GPU, torch, CUDA) -> env.json
 #   benchmarks/gpu.sh throughput   tokens/s of the config's model per encoding, bf16 autocast,
 #                                  against the SDPA reference of the same size -> throughput.json
@@ -13,6 +15,9 @@
 #   benchmarks/gpu.sh summary      per-rule wall times, tokens/s and peak GPU memory per
 #                                  encoding, the targets -> summary.json and summary.md
 #   benchmarks/gpu.sh all          env, throughput, study, summary (stops after study at 75)
+#
+# No Pango (the GPU machine has none): WeasyPrint cannot load, so the study renders the page
+# and the claims but not the PDF, and pdf.json says why; the summary says so.
 #
 # Resuming: Snakemake skips finished jobs; a training stopped mid-way resumes from its last
 # checkpoint (extrapolation.training.checkpoint_every steps) with --rerun-incomplete; every
@@ -98,6 +103,29 @@ part_throughput() {
         --device "$device" --steps "$STEPS" --repeats "$REPEATS" --out "$OUT"
 }
 
+part_install() {
+    local dir="${1:-.wheelhouse}"
+    if "$PYTHON" -c "import snakemake, x_transformers, rotary_embedding_torch" 2>/dev/null; then
+        say "done before (snakemake and the conformance libraries import)"
+        return 0
+    fi
+    PYTHON="$PYTHON" benchmarks/wheelhouse.sh --install "$dir"
+}
+
+# Whether WeasyPrint can render here (it loads Pango when imported); pdf.json records it.
+pdf_check() {
+    local why
+    if why="$("$PYTHON" -c "import weasyprint" 2>&1)"; then
+        echo '{"rendered": true}' >"$OUT/pdf.json"
+        return 0
+    fi
+    why="$(printf '%s' "$why" | tail -n 1)"
+    "$PYTHON" -c 'import json, sys; print(json.dumps({"rendered": False, "reason": sys.argv[1]}))' \
+        "WeasyPrint cannot load here: $why" >"$OUT/pdf.json"
+    say "no PDF: WeasyPrint cannot load ($why); rendering the page and the claims only"
+    return 1
+}
+
 part_study() {
     if [[ -f "$OUT/study.done" && $# -eq 0 ]]; then
         say "done before ($OUT/study.done)"
@@ -105,7 +133,12 @@ part_study() {
     fi
     local overrides=()
     [[ -n "$DEVICE" ]] && overrides=(--config "device=$DEVICE")
+    local targets=()
+    if [[ $# -eq 0 ]] && ! pdf_check; then
+        targets=(results/report/index.html results/claims.json)
+    fi
     local args=(--cores "$CORES" --rerun-incomplete --configfile "${config_files[@]}" "${overrides[@]}" "$@")
+    [[ ${#targets[@]} -gt 0 ]] && args=("${targets[@]}" "${args[@]}")
     # A command stopped at the limit leaves Snakemake's lock behind; nothing else may run here.
     "$SNAKEMAKE" --unlock --configfile "${config_files[@]}" >/dev/null 2>&1 || true
     local started rc=0 began ended
@@ -142,6 +175,7 @@ part_summary() {
 }
 
 case "$part" in
+    install) part_install "$@" ;;
     env) part_env ;;
     throughput) part_throughput ;;
     study) part_study "$@" ;;
@@ -153,7 +187,7 @@ case "$part" in
         part_summary
         ;;
     *)
-        echo "usage: benchmarks/gpu.sh [--tiny] env|throughput|study [SNAKEMAKE ARGS]|summary|all" >&2
+        echo "usage: benchmarks/gpu.sh [--tiny] install [DIR]|env|throughput|study [SNAKEMAKE ARGS]|summary|all" >&2
         exit 2
         ;;
 esac

@@ -291,8 +291,20 @@ def summarise(out: Path, results: Path) -> dict:
                 ),
             }
         )
+    pdf = read_json(out / "pdf.json")
+    if pdf is not None and not pdf["rendered"]:
+        targets.append(
+            {
+                "target": "the report's PDF",
+                "measured": None,
+                "expected": "rendered",
+                "met": None,
+                "note": f"skipped: {pdf['reason']}",
+            }
+        )
     return {
         "machine": read_json(out / "env.json"),
+        "pdf": pdf,
         "study": {"done": done, "seconds": study_s, "runs": runs},
         "targets": targets,
         "rules": rules,

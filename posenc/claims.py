@@ -39,9 +39,11 @@ VERDICTS = ("pass", "fail", "inconclusive", "n/a")
 # What a claim's verdict can tell a reader, so that "28 of 30 hold" does not mix them:
 #   identity  - a mathematical identity checked numerically, to rounding: it can only fail
 #               through a bug or a rounding bound that is wrong;
+#   analytic  - a property of the formulas, computed exactly for the configured encodings and
+#               sizes (no training, no sampling): deterministic, and it may not hold;
 #   software  - a check of code behaviour (ours, a library's or a source's snippet as written);
 #   empirical - a measured property that could come out either way at this scale.
-KINDS = ("identity", "software", "empirical")
+KINDS = ("identity", "analytic", "software", "empirical")
 REQUIRED = ("id", "kind", "statement", "measured", "expected", "verdict", "references", "section")
 
 # op -> (test, how the expected text writes it)

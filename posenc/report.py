@@ -573,6 +573,7 @@ def number_references(claims: list[dict], extra: list[str]) -> tuple[list[dict],
 # How the headline names each claim kind (posenc.claims.KINDS), in the order it lists them.
 KIND_LABELS = {
     "identity": "Identities",
+    "analytic": "Analytic properties",
     "software": "Software checks",
     "empirical": "Empirical claims",
 }

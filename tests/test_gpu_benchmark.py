@@ -210,3 +210,40 @@ def test_gpu_sh_summary_of_a_fixture(tmp_path):
 def test_gpu_sh_refuses_an_unknown_part(tmp_path):
     proc = gpu_sh("--tiny", "everything", env={"GPU_BENCH_OUT": str(tmp_path)}, check=False)
     assert proc.returncode == 2 and "usage" in proc.stderr
+
+
+def test_gpu_sh_study_skips_the_pdf_where_weasyprint_cannot_load_and_says_so(tmp_path):
+    """The GPU machine has no Pango: WeasyPrint fails at import. The study then asks
+    Snakemake for the page and the claims only, pdf.json records why, and the summary says
+    the PDF was skipped. Where WeasyPrint loads, nothing is left out."""
+    stub = tmp_path / "snakemake"
+    stub.write_text(
+        "#!/usr/bin/env bash\n"
+        'case " $* " in *" --unlock "*) exit 0;; esac\n'
+        f'echo "$@" >> {tmp_path}/calls\n'
+    )
+    stub.chmod(0o755)
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    (fake / "weasyprint.py").write_text(
+        "raise OSError(\"cannot load library 'libpango-1.0-0': no such file\")\n"
+    )
+    out = tmp_path / "out"
+    env = {"GPU_BENCH_OUT": str(out), "SNAKEMAKE": str(stub), "PYTHONPATH": str(fake)}
+    proc = gpu_sh("--tiny", "study", env=env)
+    assert "no PDF" in proc.stderr
+    call = (tmp_path / "calls").read_text().splitlines()[0].split()
+    assert call[:2] == ["results/report/index.html", "results/claims.json"]
+    pdf = json.loads((out / "pdf.json").read_text())
+    assert pdf["rendered"] is False and "libpango" in pdf["reason"]
+    results = tmp_path / "results"
+    (results / "benchmarks").mkdir(parents=True)
+    summary = gpu_bench.summarise(out, results)
+    text = gpu_bench.markdown(summary)
+    assert "| the report's PDF |" in text and "skipped: WeasyPrint cannot load here" in text
+    # Where it loads: the whole study, the PDF included.
+    (out / "study.done").unlink()
+    gpu_sh("--tiny", "study", env={**env, "PYTHONPATH": ""})
+    call = (tmp_path / "calls").read_text().splitlines()[1].split()
+    assert "results/report/index.html" not in call
+    assert json.loads((out / "pdf.json").read_text()) == {"rendered": True}

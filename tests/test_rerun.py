@@ -15,6 +15,7 @@ import re
 import shutil
 import subprocess
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -28,13 +29,17 @@ DRY = ("-n", "--configfile", "config/test.yaml")
 EDIT = "\n_posenc_test_edit = 1  # a change of meaning\n"
 
 
+def copy_run(test_run: Path, dest: Path) -> Path:
+    """A copy of the finished run (``cp -a``, as a user would) with its own ``posenc``."""
+    subprocess.run(["cp", "-a", str(test_run), str(dest)], check=True)
+    if not (dest / "posenc").is_dir():
+        shutil.copytree(POSENC, dest / "posenc", ignore=shutil.ignore_patterns("__pycache__"))
+    return dest
+
+
 @pytest.fixture(scope="module")
 def copy(test_run, tmp_path_factory) -> Path:
-    """A copy of the finished run (``cp -a``, as a user would) with its own ``posenc``."""
-    dest = tmp_path_factory.mktemp("rerun") / "run"
-    subprocess.run(["cp", "-a", str(test_run), str(dest)], check=True)
-    shutil.copytree(POSENC, dest / "posenc", ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+    return copy_run(test_run, tmp_path_factory.mktemp("rerun") / "run")
 
 
 def dry_run(folder: Path) -> dict[str, list[str]]:
@@ -95,7 +100,7 @@ def test_the_run_records_what_each_rule_digest_covers(copy):
         assert "posenc.claims" in codes[name]["modules"], name
 
 
-def test_a_change_of_meaning_plans_exactly_the_rules_that_import_it(copy):
+def test_a_change_of_meaning_plans_exactly_the_rules_that_import_it(copy, tmp_path):
     codes = digests(copy)
     graph = codegraph.CodeGraph({"posenc": copy / "posenc", "analyses": copy / "analyses"}, copy)
     groups: dict[frozenset, list[Path]] = defaultdict(list)
@@ -103,23 +108,36 @@ def test_a_change_of_meaning_plans_exactly_the_rules_that_import_it(copy):
         name = label(graph, path)
         groups[frozenset(r for r, c in codes.items() if name in c["modules"])].append(path)
     assert len(groups) > 5  # modules differ in who imports them
-    for rules, paths in sorted(groups.items(), key=lambda g: sorted(g[0])):
-        # The shortest module of each group: the parse is the same for all.
-        path = min(paths, key=lambda p: p.stat().st_size)
-        text = path.read_text()
-        path.write_text(text + EDIT)
-        try:
-            planned = dry_run(copy)
-        finally:
-            path.write_text(text)
-        where = (path.relative_to(copy), sorted(rules), planned)
-        # Every rule that imports it is planned: for its code, or because an input it reads is
-        # remade first (Snakemake then reports that reason alone). No other rule is planned for
-        # its code, but the report, whose provenance shows every rule's digest.
-        assert set(rules) <= set(planned), where
-        assert for_code(planned) <= set(rules) | ({"report"} if rules else set()), where
-        if not rules:
-            assert planned == {}, path.relative_to(copy)
+    # Two copies, one per core, each editing its share of the groups in turn: dry-runs are
+    # parses, one core each.
+    copies = [copy, copy_run(copy, tmp_path / "second")]
+    work = sorted(groups.items(), key=lambda g: sorted(g[0]))
+
+    def check(folder: Path, share: list) -> list[tuple]:
+        failures = []
+        for rules, paths in share:
+            # The shortest module of each group: the parse is the same for all.
+            path = min(paths, key=lambda p: p.stat().st_size).relative_to(copy)
+            target = folder / path
+            text = target.read_text()
+            target.write_text(text + EDIT)
+            try:
+                planned = dry_run(folder)
+            finally:
+                target.write_text(text)
+            # Every rule that imports it is planned: for its code, or because an input it
+            # reads is remade first (Snakemake then reports that reason alone). No other rule
+            # is planned for its code, but the report, whose provenance shows every digest.
+            allowed = set(rules) | ({"report"} if rules else set())
+            if not set(rules) <= set(planned) or not for_code(planned) <= allowed:
+                failures.append((path, sorted(rules), planned))
+            elif not rules and planned:
+                failures.append((path, [], planned))
+        return failures
+
+    with ThreadPoolExecutor(len(copies)) as pool:
+        found = pool.map(check, copies, [work[i :: len(copies)] for i in range(len(copies))])
+    assert [f for failures in found for f in failures] == []
     assert dry_run(copy) == {}  # every edit undone: nothing to do
 
 

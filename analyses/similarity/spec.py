@@ -212,7 +212,7 @@ SPEC = AnalysisSpec(
             "decays with the relative distance at every head width d: it is anti-correlated "
             "with the distance, and over the far half of the range it stays well below its "
             "value at distance 0.",
-            kind="empirical",
+            kind="analytic",
             checks=(
                 Check(
                     "decay_spearman",
