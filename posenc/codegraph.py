@@ -132,8 +132,13 @@ class CodeGraph:
     """
 
     def __init__(self, packages: dict[str, Path], root: Path, cache: Path | None = None):
-        self.packages = {k: Path(v) for k, v in packages.items()}
-        self.root = Path(root)
+        # Resolved once: every module path below is built from these, so comparing and
+        # keying paths needs no further resolve() (a parse calls these thousands of times).
+        self.packages = {k: Path(v).resolve() for k, v in packages.items()}
+        self.root = Path(root).resolve()
+        self._found: dict[tuple, list[Module]] = {}
+        self._edges: dict[tuple, list[Module]] = {}
+        self._labels: dict[tuple[Path, str], str] = {}
         self.cache_path = Path(cache) if cache else None
         self._cache: dict[str, dict] = {}
         self._used: dict[str, dict] = {}
@@ -189,6 +194,12 @@ class CodeGraph:
         """The project modules that importing ``dotted`` executes: each package's
         ``__init__`` on the way and the module itself; [] outside the project (or when
         ``dotted`` names no module, as ``from a import name`` may)."""
+        key = (dotted, search)
+        if key not in self._found:
+            self._found[key] = self._lookup(dotted, search)
+        return self._found[key]
+
+    def _lookup(self, dotted: str, search: tuple[Path, ...]) -> list[Module]:
         parts = dotted.split(".")
         top = parts[0]
         folder = self.packages.get(top)
@@ -225,7 +236,7 @@ class CodeGraph:
             name = ".".join([*base, name] if name else base)
             if not name:
                 return []
-        found = self._find(name, search)
+        found = list(self._find(name, search))  # a copy: the lookups are memoised
         for sub in names:  # `from a import b` may import the module a.b
             if sub != "*":
                 found += self._find(f"{name}.{sub}", search)
@@ -236,7 +247,6 @@ class CodeGraph:
         dotted name, else a script by its stem."""
         path = Path(path).resolve()
         for top, folder in self.packages.items():
-            folder = folder.resolve()
             if path.is_relative_to(folder):
                 rel = path.relative_to(folder).with_suffix("").parts
                 dotted = ".".join([top, *rel]).removesuffix(".__init__")
@@ -257,25 +267,32 @@ class CodeGraph:
         todo += [m for e in list(todo) if e.package for m in self._find(e.name, search)]
         while todo:
             module = todo.pop()
-            key = module.path.resolve()
-            if key in seen:
+            if module.path in seen:
                 continue
-            seen[key] = module
-            for entry in self.info(module.path)["imports"]:
-                todo.extend(self._resolve(module, entry, search))
+            seen[module.path] = module
+            edges = (module, search)
+            if edges not in self._edges:
+                self._edges[edges] = [
+                    m
+                    for entry in self.info(module.path)["imports"]
+                    for m in self._resolve(module, entry, search)
+                ]
+            todo.extend(self._edges[edges])
         return sorted(seen.values(), key=lambda m: self.label(m))
 
     def label(self, module: Module) -> str:
         """A module's name in a digest: its dotted name inside a package, else its path
         relative to ``root``, so that moving the checkout changes nothing."""
-        path = module.path.resolve()
-        for folder in self.packages.values():
-            if path.is_relative_to(folder.resolve()):
-                return module.name
-        try:
-            return path.relative_to(self.root.resolve()).as_posix()
-        except ValueError:
-            return path.name  # a file outside the checkout (a plugin elsewhere): its name
+        path = module.path
+        if (path, module.name) not in self._labels:
+            if any(path.is_relative_to(folder) for folder in self.packages.values()):
+                found = module.name
+            elif path.is_relative_to(self.root):
+                found = path.relative_to(self.root).as_posix()
+            else:
+                found = path.name  # a file outside the checkout (a plugin elsewhere): its name
+            self._labels[path, module.name] = found
+        return self._labels[path, module.name]
 
     def digest(self, roots: Iterable[Path | str], extra: Iterable[Path | str] = ()) -> dict:
         """``{"digest", "modules", "roots"}``: a digest of the meaning of every module in the

@@ -119,6 +119,7 @@ def project(tmp_path) -> Path:
             "pkg/util.py": "def helper():\n    from pkg.lazy import thing\n",
             "pkg/lazy.py": "thing = 1\n",
             "pkg/unused.py": "x = 1\n",
+            "pkg/alone.py": "import pkg\n",
             "analyses/__init__.py": "",
             "analyses/a/__init__.py": "",
             "analyses/a/compute.py": "from .spec import SPEC\nfrom pkg.core import *\n",
@@ -294,3 +295,17 @@ def test_every_module_a_rule_loads_when_it_runs_is_in_its_digest():
         static = {str(m.path.resolve()) for m in g.closure(paths)}
         assert loaded[rule], rule
         assert set(loaded[rule]) <= static, (rule, sorted(set(loaded[rule]) - static))
+
+
+def test_one_graph_gives_each_root_set_the_digest_a_fresh_graph_gives(project):
+    """The graph memoises lookups across rules: a rule's digest must not depend on which
+    rules were digested before it."""
+    sets = [
+        [project / "analyses/a/compute.py"],
+        [project / "scripts/run.py"],
+        [project / "pkg/core.py"],
+        [project / "pkg/alone.py"],  # imports pkg alone, after others imported from it
+    ]
+    shared = graph(project)
+    for roots in sets + sets[::-1]:
+        assert shared.digest(roots) == graph(project).digest(roots), roots

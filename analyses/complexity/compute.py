@@ -58,6 +58,9 @@ except ImportError:  # not on Windows: no page-fault counts there
     resource = None
 
 ATTENTION = "attention"  # the workload name of the attention layer, beside the encodings'
+# A timed block lasts about this long: many blocks per point for the bootstrap of its median,
+# each a thousand times the timer's overhead.
+BLOCK_S = 1e-3
 MIB = 2**20
 CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -107,17 +110,16 @@ def time_blocks(
 ) -> dict[str, Any]:
     """Timed blocks of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; at
     least one, whose output's bytes are counted), then blocks of ``number`` calls for at least
-    ``min_run_time`` seconds and at least ``min_blocks`` blocks. Without ``number``, a call
-    of 10 ms or more is a block of its own (the timer's overhead, about a microsecond, is then
-    below 10⁻⁴ of it) and shorter calls are blocked by
-    ``torch.utils.benchmark.Timer.blocked_autorange``; the number it chose is returned, so that
-    later rounds of the same point time blocks of the same size. Returns the seconds per call
-    of each block, the calls per block, the output's bytes and the bytes faulted in per call
-    (minor page faults × page size; None where they cannot be counted)."""
+    ``min_run_time`` seconds and at least ``min_blocks`` blocks. Without ``number``, one more
+    untimed call calibrates it: a block lasts about :data:`BLOCK_S` (a call of that or more
+    is a block of its own), so that a point's time is many blocks, which the bootstrap of its
+    median resamples, each long against the timer's overhead (about a microsecond). The
+    number is returned, so that later rounds of the same point time blocks of the same size.
+    Returns the seconds per call of each block, the calls per block, the output's bytes and
+    the bytes faulted in per call (minor page faults × page size; None where they cannot be
+    counted)."""
     for i in range(warmup):
-        start = timer()
         out = fn()
-        took = timer() - start
         if i == 0:
             out_bytes = output_bytes(out)
         del out
@@ -127,16 +129,16 @@ def time_blocks(
         calls[0] += 1
         return fn()
 
+    if number is None:
+        start = timer()
+        fn()
+        took = timer() - start
+        number = 1 if took >= BLOCK_S else max(1, round(BLOCK_S / max(took, 1e-9)))
     before = minor_faults()
-    if number is None and took >= 0.01:
-        number = 1
     t = benchmark.Timer(
         stmt="fn()", globals={"fn": counted}, timer=timer, num_threads=torch.get_num_threads()
     )
     times: list[float] = []
-    if number is None:
-        m = t.blocked_autorange(min_run_time=min_run_time)
-        times, number = list(m.times), m.number_per_run
     while sum(times) * number < min_run_time or len(times) < min_blocks:
         if number == 1:  # one call: time it directly, as a long call needs no blocking
             start = timer()

@@ -60,8 +60,8 @@ SPEC = AnalysisSpec(
         "scaling": Figure(
             "Median time per call against L at each width d (every point timed in {rounds} "
             "rounds interleaved with all the others, each after {warmup} warm-up call(s); "
-            "the median of at least {min_blocks} timed blocks and {min_run_time:g} s in all, "
-            "blocked by torch.utils.benchmark): one attention layer (black) and each "
+            "the median of at least {min_blocks} timed blocks of about a millisecond and "
+            "{min_run_time:g} s in all): one attention layer (black) and each "
             "encoding's own work; dotted: the log-log fits of t − t₀ "
             "(attention over L ≥ {attention_fit_min_len_per_d}·d, encodings over L ≥ "
             "{encoding_fit_min_len}), slopes in the legend."
