@@ -61,6 +61,8 @@ ATTENTION = "attention"  # the workload name of the attention layer, beside the 
 # A timed block lasts about this long: many blocks per point for the bootstrap of its median,
 # each a thousand times the timer's overhead.
 BLOCK_S = 1e-3
+# A call this long is a block of its own and is warmed up in the first round only.
+LONG_CALL_S = 0.01
 MIB = 2**20
 CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -108,18 +110,23 @@ def time_blocks(
     min_blocks: int = 3,
     number: int | None = None,
 ) -> dict[str, Any]:
-    """Timed blocks of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; at
-    least one, whose output's bytes are counted), then blocks of ``number`` calls for at least
-    ``min_run_time`` seconds and at least ``min_blocks`` blocks. Without ``number``, one more
-    untimed call calibrates it: a block lasts about :data:`BLOCK_S` (a call of that or more
-    is a block of its own), so that a point's time is many blocks, which the bootstrap of its
-    median resamples, each long against the timer's overhead (about a microsecond). The
-    number is returned, so that later rounds of the same point time blocks of the same size.
-    Returns the seconds per call of each block, the calls per block, the output's bytes and
-    the bytes faulted in per call (minor page faults × page size; None where they cannot be
-    counted)."""
+    """Timed blocks of ``fn``: ``warmup`` untimed calls (allocator, caches, lazy init; the
+    first one's output bytes are counted, None without one), then blocks of ``number`` calls
+    for at least ``min_run_time`` seconds and at least ``min_blocks`` blocks.
+
+    Without ``number``, an untimed call calibrates it (a long warm-up call serves): a block
+    lasts about :data:`BLOCK_S` (a call of that or more is a block of its own), so that a
+    point's time is many blocks, which the bootstrap of its median resamples, each long
+    against the timer's overhead (about a microsecond). The number is returned, so that later
+    rounds of the same point time blocks of the same size. Returns the seconds per call of
+    each block, the calls per block, the output's bytes and the bytes faulted in per call
+    (minor page faults × page size; None where they cannot be counted)."""
+    out_bytes = None
+    took = None
     for i in range(warmup):
+        start = timer()
         out = fn()
+        took = timer() - start
         if i == 0:
             out_bytes = output_bytes(out)
         del out
@@ -130,9 +137,12 @@ def time_blocks(
         return fn()
 
     if number is None:
-        start = timer()
-        fn()
-        took = timer() - start
+        # A warm-up call that took ten blocks is a long call: it needs no calibration (the
+        # first call's allocations cannot make a short call look that long).
+        if took is None or took < 10 * BLOCK_S:
+            start = timer()
+            fn()
+            took = timer() - start
         number = 1 if took >= BLOCK_S else max(1, round(BLOCK_S / max(took, 1e-9)))
     before = minor_faults()
     t = benchmark.Timer(
@@ -291,10 +301,14 @@ def measure(
                 if fn is None:
                     continue
                 key = (name, d, length)
+                # A call of LONG_CALL_S or more is timed one call a block: after the first
+                # round it needs no warm-up (its output is mapped afresh at every call anyway,
+                # and a warm-up would double the cost of the study's largest points).
+                long = seen.get(key, {}).get("median_s", 0.0) >= LONG_CALL_S
                 try:
                     t = time_blocks(
                         fn,
-                        cfg["warmup"],
+                        0 if long else cfg["warmup"],
                         share,
                         timer,
                         per_round,
@@ -306,7 +320,15 @@ def measure(
                 finally:
                     del fn  # a learned table of 2^20 rows is a GiB: free it first
                 blocks.setdefault(key, []).extend(t["times"])
-                first = seen.setdefault(key, {**t, "acts_on": acts_on, "fresh": []})
+                first = seen.setdefault(
+                    key,
+                    {
+                        **t,
+                        "acts_on": acts_on,
+                        "fresh": [],
+                        "median_s": float(np.median(t["times"])),
+                    },
+                )
                 first["fresh"].append(t["fresh_bytes"])
     rows = []
     for (name, d, length), times in blocks.items():
