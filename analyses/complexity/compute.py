@@ -61,8 +61,6 @@ ATTENTION = "attention"  # the workload name of the attention layer, beside the 
 # A timed block lasts about this long: many blocks per point for the bootstrap of its median,
 # each a thousand times the timer's overhead.
 BLOCK_S = 1e-3
-# A call this long is a block of its own and is warmed up in the first round only.
-LONG_CALL_S = 0.01
 MIB = 2**20
 CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
 
@@ -301,14 +299,12 @@ def measure(
                 if fn is None:
                     continue
                 key = (name, d, length)
-                # A call of LONG_CALL_S or more is timed one call a block: after the first
-                # round it needs no warm-up (its output is mapped afresh at every call anyway,
-                # and a warm-up would double the cost of the study's largest points).
-                long = seen.get(key, {}).get("median_s", 0.0) >= LONG_CALL_S
+                # Warmed up in every round: the workload is built afresh, and its first call
+                # touches its memory (a learned table of 2^20 rows) for the first time.
                 try:
                     t = time_blocks(
                         fn,
-                        0 if long else cfg["warmup"],
+                        cfg["warmup"],
                         share,
                         timer,
                         per_round,
@@ -320,15 +316,7 @@ def measure(
                 finally:
                     del fn  # a learned table of 2^20 rows is a GiB: free it first
                 blocks.setdefault(key, []).extend(t["times"])
-                first = seen.setdefault(
-                    key,
-                    {
-                        **t,
-                        "acts_on": acts_on,
-                        "fresh": [],
-                        "median_s": float(np.median(t["times"])),
-                    },
-                )
+                first = seen.setdefault(key, {**t, "acts_on": acts_on, "fresh": []})
                 first["fresh"].append(t["fresh_bytes"])
     rows = []
     for (name, d, length), times in blocks.items():
