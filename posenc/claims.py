@@ -275,10 +275,6 @@ def _verdict(check: Check, value: Any, threshold: Any) -> str:
     return "pass" if COMPARISONS[check.op][0](value, threshold) else "fail"
 
 
-def _passes(check: Check, value: Any, threshold: Any) -> bool:
-    return _verdict(check, value, threshold) == "pass"
-
-
 def _straddling(check: Check, value: Any, threshold: Any, shown: Any, where: str = "") -> list[str]:
     """The intervals in ``value`` (the difference from a reference, for ``of``) that straddle
     the threshold, as text naming each entry and its interval as measured (``shown``)."""

@@ -335,10 +335,20 @@ def test_output_bytes_of_tensors_and_tuples():
     assert cx.output_bytes(None) == 0
 
 
+def median_time(fn, warmup, min_run_time, timer, min_blocks=3):
+    """One round of cx.time_blocks, summarised as the measurement's rows are."""
+    t = cx.time_blocks(fn, warmup, min_run_time, timer, min_blocks)
+    return {
+        **cx.summarise(t["times"]),
+        "out_bytes": t["out_bytes"],
+        "fresh_bytes": t["fresh_bytes"],
+    }
+
+
 def test_median_time_measures_a_known_sleep():
     timer, name = cx.clock(torch.device("cuda"))  # wall time: a sleep uses no CPU
     assert name == "wall time"
-    t = cx.median_time(lambda: time.sleep(0.002), warmup=1, min_run_time=0.02, timer=timer)
+    t = median_time(lambda: time.sleep(0.002), warmup=1, min_run_time=0.02, timer=timer)
     assert 0.0015 < t["median_s"] < 0.05
     assert t["out_bytes"] == 0 and t["repeats"] >= 3
 
@@ -347,7 +357,7 @@ def test_median_time_measures_a_known_sleep():
 def test_the_median_is_of_several_blocks_even_for_a_long_call(seconds):
     """A call longer than min_run_time (one block of its own) and a short one (blocked by
     torch.utils.benchmark) both get at least min_blocks timed blocks."""
-    t = cx.median_time(lambda: time.sleep(seconds), 1, 1e-4, time.perf_counter, min_blocks=4)
+    t = median_time(lambda: time.sleep(seconds), 1, 1e-4, time.perf_counter, min_blocks=4)
     assert t["repeats"] >= 4
     assert seconds * 0.9 < t["median_s"] < seconds * 3
 
@@ -356,8 +366,8 @@ def test_the_median_is_of_several_blocks_even_for_a_long_call(seconds):
 def test_median_time_counts_the_pages_a_call_maps_afresh():
     """A 64 MiB block is above the C allocator's largest threshold for reusing freed memory,
     so each call faults every page of a fresh one in; a 4 KiB one is reused."""
-    big = cx.median_time(lambda: torch.ones(2**24), 1, 0.02, time.perf_counter)
-    small = cx.median_time(lambda: torch.ones(2**10), 1, 0.02, time.perf_counter)
+    big = median_time(lambda: torch.ones(2**24), 1, 0.02, time.perf_counter)
+    small = median_time(lambda: torch.ones(2**10), 1, 0.02, time.perf_counter)
     assert big["out_bytes"] == 2**26 and small["out_bytes"] == 2**12
     assert big["fresh_bytes"] >= 0.9 * big["out_bytes"]
     assert small["fresh_bytes"] < 0.1 * small["out_bytes"]

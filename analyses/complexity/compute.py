@@ -167,19 +167,6 @@ def summarise(times: list[float]) -> dict[str, float]:
     return {"median_s": float(median), "iqr_s": float(q3 - q1), "repeats": len(times)}
 
 
-def median_time(
-    fn: Callable[[], Any],
-    warmup: int,
-    min_run_time: float,
-    timer: Callable[[], float],
-    min_blocks: int = 3,
-) -> dict[str, float]:
-    """Seconds per call of ``fn`` from one round of :func:`time_blocks`: the median of its
-    blocks, with their spread, the output's bytes and the bytes faulted in per call."""
-    t = time_blocks(fn, warmup, min_run_time, timer, min_blocks)
-    return {**summarise(t["times"]), "out_bytes": t["out_bytes"], "fresh_bytes": t["fresh_bytes"]}
-
-
 def heads(cfg: dict, d_model: int) -> int:
     """Heads of width ``head_dim`` at model width ``d_model``."""
     return d_model // cfg["head_dim"]
