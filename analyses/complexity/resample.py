@@ -46,14 +46,12 @@ def log_log_slopes(xs: list[float], work: np.ndarray) -> np.ndarray:
 
 
 def _bounds(estimate: float, draws: np.ndarray, level: float) -> dict[str, float]:
-    """The central ``level`` interval of the draws that have a value; the estimate alone when
-    none has."""
+    """The central ``level`` interval (posenc.stats.Resampled) of the draws that have a value;
+    the estimate alone when none has."""
     draws = draws[np.isfinite(draws)]
     if not draws.size:
         return interval(estimate, estimate, estimate)
-    tail = (1.0 - level) / 2.0
-    low, high = np.quantile(draws, [tail, 1.0 - tail])
-    return interval(estimate, float(low), float(high))
+    return Resampled(estimate, draws).interval(level)
 
 
 def fit_intervals(fitted: list[dict], points: dict[Key, Resampled], level: float) -> list[dict]:
