@@ -28,7 +28,6 @@ import numpy as np
 
 from posenc import ngram
 from posenc.analysis import Context, Measurements
-from posenc.claims import interval
 from posenc.encodings import REGISTRY
 from posenc.io import read_json
 from posenc.stats import Bootstrap, Resampled, disagree
@@ -256,13 +255,19 @@ def late_change(train_logs: list[dict], fraction: float = 0.1) -> dict[str, dict
         runs[(t["task"], t["encoding"])].append([x / LN2 for x in t["log"]["losses"]])
     out: dict[str, dict[str, float]] = {}
     for (task, enc), losses in sorted(runs.items(), key=lambda kv: _encoding_index(kv[0][1])):
-        mean = [sum(v) / len(v) for v in zip(*losses)]
-        n = max(1, int(len(mean) * fraction))
-        if len(mean) < 2 * n:
-            continue
-        last, before = mean[-n:], mean[-2 * n : -n]
-        out.setdefault(task, {})[enc] = sum(last) / n - sum(before) / n
+        change = tenth_change([sum(v) / len(v) for v in zip(*losses)], fraction)
+        if change is not None:
+            out.setdefault(task, {})[enc] = change
     return out
+
+
+def tenth_change(losses: list[float], fraction: float = 0.1) -> float | None:
+    """The mean of the last ``fraction`` of ``losses`` minus that of the ``fraction`` before
+    it (negative: still falling); None for a curve too short to have both."""
+    n = max(1, int(len(losses) * fraction))
+    if len(losses) < 2 * n:
+        return None
+    return sum(losses[-n:]) / n - sum(losses[-2 * n : -n]) / n
 
 
 def evidence(
@@ -372,13 +377,11 @@ def evidence(
         if bits(e, "all", 1) is not None and bits(e, "all", 1, "train") is not None
     }
     reference = references.get(LEARNED_REFERENCE)
-    learned_margin = {}
-    if reference is not None:
-        for e, r in at_train.items():
-            iv = ci(r)
-            learned_margin[e] = interval(
-                reference - iv["estimate"], reference - iv["high"], reference - iv["low"]
-            )
+    learned_margin = (
+        {e: ci(Resampled(reference - r.point, reference - r.draws)) for e, r in at_train.items()}
+        if reference is not None
+        else {}
+    )
     # Retention: accuracy at kN over accuracy at 1N, over the same (learning) seeds and test
     # sequences resampled together.
     retention = {
@@ -522,12 +525,12 @@ PLATEAU_BITS = 0.02
 def passkey_learners(evals: list[dict], learned_at: float) -> dict[str, list[int]]:
     """Per passkey encoding, the seeds whose exact match at 1N is at least ``learned_at``:
     those that learned the task at the training length."""
-    out: dict[str, list[int]] = defaultdict(list)
+    out: dict[str, list[int]] = {}
     for ev in evals:
-        out[ev["encoding"]]  # noqa: B018 -- every encoding listed, learners or not
+        seeds = out.setdefault(ev["encoding"], [])  # every encoding listed, learners or not
         at_n = next((r for r in ev["rows"] if r["multiplier"] == 1 and r["defined"]), None)
         if at_n is not None and at_n["accuracy"] >= learned_at:
-            out[ev["encoding"]].append(ev["seed"])
+            seeds.append(ev["seed"])
     return {e: sorted(seeds) for e, seeds in out.items()}
 
 
@@ -552,9 +555,8 @@ def lm_status(
         (t for t in train_logs if t["task"] == "lm"),
         key=lambda t: (_encoding_index(t["encoding"]), t["seed"]),
     ):
-        losses = [x / LN2 for x in t["log"]["losses"]]
-        n = max(1, len(losses) // 10)
-        fell = sum(losses[-2 * n : -n]) / n - sum(losses[-n:]) / n if len(losses) >= 2 * n else None
+        change = tenth_change([x / LN2 for x in t["log"]["losses"]])
+        fell = None if change is None else -change
         bits = at_train.get((t["encoding"], t["seed"]))
         out.append(
             {
@@ -669,7 +671,7 @@ def aggregate(
     # every seed stay in the tables. One bootstrap seed for both, so that intervals pair alike.
     learned = passkey_learners(passkey_evals, learned_at)
     learned_scores = Scores(
-        [e for e in evals if e["task"] != "passkey" or e["seed"] in learned[e["encoding"]]],
+        [e for e in passkey_evals if e["seed"] in learned[e["encoding"]]],
         Bootstrap(intervals["resamples"], seed),
         intervals["level"],
     )
