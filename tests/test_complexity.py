@@ -756,3 +756,18 @@ def test_the_timing_job_runs_alone(tmp_path):
         assert "slurm_extra=--exclusive" in blocks["complexity"]
         assert not re.search(r"^\s+threads: [2-9]", blocks["equivariance"], re.M)
         assert "slurm_extra" not in blocks["equivariance"]
+
+
+def test_rounds_that_disagree_widen_the_interval():
+    """Three rounds whose blocks agree within each round but not between them (a workload
+    rebuilt in each round may sit differently in memory): resampling the rounds too gives an
+    interval that spans them, where one over blocks alone would be narrow."""
+    times = [1.0] * 10 + [1.3] * 10 + [1.6] * 10
+    blocks = {("table", 8, 64): times}
+    flat = resample.medians(blocks, 400, 0)[("table", 8, 64)].interval(0.95)
+    nested = resample.medians(blocks, 400, 0, {("table", 8, 64): [10, 10, 10]})
+    both = nested[("table", 8, 64)].interval(0.95)
+    assert flat["high"] - flat["low"] < both["high"] - both["low"]
+    assert both["low"] <= 1.0 + 1e-9 and both["high"] >= 1.6 - 1e-9
+    again = resample.medians(blocks, 400, 0, {("table", 8, 64): [10, 10, 10]})
+    assert (again[("table", 8, 64)].draws == nested[("table", 8, 64)].draws).all()

@@ -303,8 +303,9 @@ def measure(
                 finally:
                     del fn  # a learned table of 2^20 rows is a GiB: free it first
                 blocks.setdefault(key, []).extend(t["times"])
-                first = seen.setdefault(key, {**t, "acts_on": acts_on, "fresh": []})
+                first = seen.setdefault(key, {**t, "acts_on": acts_on, "fresh": [], "rounds": []})
                 first["fresh"].append(t["fresh_bytes"])
+                first["rounds"].append(len(t["times"]))
     rows = []
     for (name, d, length), times in blocks.items():
         facts = seen[name, d, length]
@@ -319,6 +320,10 @@ def measure(
                 **summarise(times),
                 "out_bytes": facts["out_bytes"],
                 "fresh_bytes": float(np.mean(fresh)) if fresh else None,
+                # How many of its blocks each round timed, in order: the bootstrap resamples
+                # rounds, then blocks within them (a rebuilt workload may sit differently in
+                # memory from round to round).
+                "round_blocks": facts["rounds"],
             }
         )
     return rows, list(tables), list(quadratic), blocks
@@ -630,7 +635,8 @@ def compute(ctx: Context) -> Measurements:
     rows, tables, quadratic, blocks = measure(
         cfg, ctx.encodings, ctx.encoding, ctx.seed, ctx.device
     )
-    points = resample.medians(blocks, cfg["intervals"]["resamples"], ctx.seed)
+    rounds = {(r["workload"], r["d_model"], r["length"]): r["round_blocks"] for r in rows}
+    points = resample.medians(blocks, cfg["intervals"]["resamples"], ctx.seed, rounds)
     level = cfg["intervals"]["level"]
     fitted = resample.fit_intervals(fits(rows, cfg), points, level)
     d_fitted = resample.d_fit_intervals(d_fits(rows, cfg["d_models"]), points, level)

@@ -13,6 +13,7 @@ Pure numpy; deterministic for a given seed (posenc.stats.Bootstrap keys its draw
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,36 @@ from posenc.stats import Bootstrap, Resampled
 Key = tuple[str, int, int]  # (workload, d_model, length)
 
 
-def medians(blocks: dict[Key, list[float]], resamples: int, seed: int) -> dict[Key, Resampled]:
-    """Each point's median time per call and its resampled medians."""
+def medians(
+    blocks: dict[Key, list[float]],
+    resamples: int,
+    seed: int,
+    rounds: dict[Key, list[int]] | None = None,
+) -> dict[Key, Resampled]:
+    """Each point's median time per call and its resampled medians. With ``rounds`` (how
+    many of a point's blocks, in order, each round timed), a two-level bootstrap: the rounds
+    with replacement, then as many blocks as the largest round has, with replacement, within
+    each drawn round (Davison & Hinkley 1997, §3.8). A round is a workload built afresh, so its
+    blocks share whatever its placement in memory did to them, and an interval over blocks
+    alone would be too narrow. Without ``rounds``, the blocks are resampled as one level."""
     boot = Bootstrap(resamples, seed)
-    return {key: boot.median(np.asarray(times), key) for key, times in blocks.items()}
+    out = {}
+    for key, times in blocks.items():
+        sizes = (rounds or {}).get(key)
+        values = np.asarray(times, dtype=float)
+        if not sizes or len(sizes) < 2:
+            out[key] = boot.median(values, key)
+            continue
+        starts = np.cumsum([0, *sizes[:-1]])
+        digest = hashlib.sha256(repr((seed, "rounds", key)).encode()).digest()
+        gen = np.random.default_rng(int.from_bytes(digest[:8], "little"))  # fixed by the key
+        drawn = gen.integers(0, len(sizes), size=(resamples, len(sizes)))  # rounds
+        within = gen.random((resamples, len(sizes), max(sizes)))  # blocks in each
+        size = np.asarray(sizes)[drawn][:, :, None]
+        index = np.asarray(starts)[drawn][:, :, None] + (within * size).astype(int)
+        draws = np.median(values[index].reshape(resamples, -1), axis=1)
+        out[key] = Resampled(float(np.median(values)), draws)
+    return out
 
 
 def log_log_slopes(xs: list[float], work: np.ndarray) -> np.ndarray:

@@ -10,6 +10,8 @@ EXT_FINETUNE = "results/extension/finetune/{encoding}/{method}/s{scale}/seed{see
 # The stage scripts sit beside this file and import its stages.py as a sibling module.
 FINETUNE_SCRIPT = "finetune.py"
 EXT_EVALUATE_SCRIPT = "evaluate.py"
+# Both evaluation rules run that script: one digest of its code.
+EXT_EVALUATE_CODE = code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False)
 
 
 wildcard_constraints:
@@ -82,7 +84,7 @@ rule extension_zero_shot:
             "params": EXT["params"],
             "finetune_scales": EXT["finetune"]["scales"],
         },
-        code=code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False),
+        code=EXT_EVALUATE_CODE,
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
     script:
@@ -105,7 +107,7 @@ rule extension_evaluate:
         runtime=EXT_RESOURCES["runtime"],
     params:
         settings=EXT_EVAL,
-        code=code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False),
+        code=EXT_EVALUATE_CODE,
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
     script:
