@@ -13,7 +13,12 @@ it on a context ``scale`` s = L' / L times longer, each method changes the theta
 * ``dynamic`` NTK-aware with a base that grows with the current sequence length;
 * ``yarn``    NTK-by-parts (keep the fast pairs, interpolate the slow ones, ramp in between) and
   an attention temperature;
-* ``llama3``  the same idea with the ramp in wavelength bands (Llama 3.1).
+* ``llama3``  the same idea with the ramp in wavelength bands (Llama 3.1);
+* ``longrope`` a searched rescale factor per pair, one set up to L and another beyond, and an
+  attention factor (LongRoPE, as Phi-3 ships it);
+* ``proportional`` p-RoPE: the fastest share p of the pairs at their usual frequencies, the rest
+  at frequency 0 (transformers' rope type for Gemma; a change of encoding more than an
+  extension, with s dividing the kept frequencies as PI does).
 
 :func:`scaled_rope` is the one entry point. ``params`` take transformers' ``rope_parameters``
 names and defaults, and every formula follows transformers' ``modeling_rope_utils.py``
@@ -38,7 +43,7 @@ class ScaledRope:
 
     ``inv_freq`` (d/2,): the angle per position of each pair, float64; before scaling, pair i
     has base^(-2i/d). ``attention_factor`` multiplies both cos and sin, so every q.k scales by
-    its square (YaRN's 1/t); 1.0 for every method but YaRN.
+    its square (YaRN's 1/t); 1.0 for every method but YaRN and LongRoPE.
     """
 
     inv_freq: tuple[float, ...]
@@ -193,32 +198,135 @@ def _llama3(head_dim, base, scale, original_length, length, params) -> ScaledRop
     return ScaledRope(tuple(inv_freq))
 
 
-@dataclass(frozen=True)
-class _Method:
-    compute: Callable[..., ScaledRope]
-    params: tuple[str, ...] = ()  # the optional rope_parameters it reads
+def longrope_attention_factor(scale: float, original_length: int) -> float:
+    """LongRoPE's attention factor as Phi-3 and transformers compute it by default (the policy
+    the LongRoPE reference code calls ``"su"``): sqrt(1 + ln s / ln L) for s > 1, 1 at s <= 1.
+
+    It multiplies cos and sin, so q.k scales by 1 + ln s / ln L = ln(s L) / ln L: the log of the
+    extended length over the log of the trained one. Any s > 0 is accepted (a config's
+    max_position_embeddings may be below L); at s > 1, L must be >= 2 (ln 1 = 0).
+    """
+    if not _is_number(scale) or scale <= 0:
+        raise ValueError(f"scale must be a finite number > 0, got {scale!r}")
+    if not isinstance(original_length, int) or isinstance(original_length, bool):
+        raise ValueError(f"original_length must be a positive integer, got {original_length!r}")
+    if original_length < 1:
+        raise ValueError(f"original_length must be a positive integer, got {original_length!r}")
+    if scale <= 1:
+        return 1.0
+    if original_length < 2:
+        raise ValueError(
+            "original_length must be >= 2 for LongRoPE's attention factor "
+            f"sqrt(1 + ln s / ln L) at s = {scale!r} (ln 1 = 0); give attention_factor instead"
+        )
+    return math.sqrt(1 + math.log(scale) / math.log(original_length))
 
 
-# The one registry: a method is one entry here. Every method also takes ``factor`` and
-# ``original_max_position_embeddings``, which must repeat ``scale`` and ``original_length``.
-_REGISTRY = {
-    "pi": _Method(_pi),
-    "ntk": _Method(_ntk),
-    "dynamic": _Method(_dynamic),
-    "yarn": _Method(_yarn, ("beta_fast", "beta_slow", "attention_factor", "truncate")),
-    "llama3": _Method(_llama3, ("low_freq_factor", "high_freq_factor")),
-}
-METHODS = tuple(_REGISTRY)  # ("pi", "ntk", "dynamic", "yarn", "llama3")
+def _longrope(head_dim, base, scale, original_length, length, params) -> ScaledRope:
+    """LongRoPE (Ding et al. 2024), as Phi-3 ships it and transformers' ``longrope`` computes it:
+    pair i's angle n theta_i becomes n theta_i / lambda_i, with lambda_i a searched per-pair
+    rescale factor, i.e.
 
-# transformers' defaults (None: absent; the YaRN attention factor then follows eq. 22).
-_DEFAULTS = {
-    "beta_fast": 32.0,
-    "beta_slow": 1.0,
-    "attention_factor": None,
-    "truncate": True,
-    "low_freq_factor": 1.0,
-    "high_freq_factor": 4.0,
-}
+        theta_i' = 1 / (lambda_i base^(2i/d)),    i = 0 .. d/2 - 1,
+        lambda = short_factor  if l <= L,   long_factor  if l > L,
+
+    at a current sequence length l (``length``; None: L, the short set, as transformers with no
+    ``seq_len``). Attention factor: ``params["attention_factor"]`` when given, else
+    :func:`longrope_attention_factor` at s = ``scale``; the same at every length.
+
+    ``scale`` is transformers' ``factor`` when the config sets it, else its
+    max_position_embeddings / original_max_position_embeddings (Phi-3's s); it enters only
+    the attention factor. ``head_dim`` is the rotated width: for a config with
+    partial_rotary_factor < 1, transformers' int(head_dim * partial_rotary_factor), with the
+    spectrum over that width and d/2 factors per list.
+
+    The paper and its reference code (microsoft/LongRoPE ``rope/longrope.py``) against
+    transformers 5.24 (``_compute_longrope_parameters`` and ``dynamic_rope_update``):
+
+    * Start tokens: the paper's second non-uniformity keeps the first n_hat positions at
+      RoPE's original angles, and the reference code's start-token classes overwrite those
+      positions' cos/sin. Phi-3 and transformers have no n_hat (n_hat = 0), nor does this
+      function, which returns per-pair frequencies, not per-position tables.
+    * Two factor sets: the reference code holds one set (``rescale_factors``) per target
+      length; the paper readjusts a separate set for the short (8k) window. The switch at
+      l > L between ``short_factor`` and ``long_factor``, with l = max(position_ids) + 1, is
+      Phi-3's modeling code, which transformers keeps.
+    * Attention factor: the reference code's default ``"su"`` is this formula with
+      s = max_position_embeddings / L; it also offers ``"yarn"`` (0.1 ln s + 1) or a constant,
+      and an older reference class takes s = max(l / L, 1) from the current length, so that its
+      factor grows with the sequence. transformers fixes it once: from ``factor`` when given,
+      and only then from max_position_embeddings / original_max_position_embeddings, which
+      is the reverse of its docstring ("this value will be overridden as the ratio"). It
+      multiplies cos and sin at every length, so below L too the model is not plain RoPE.
+    * Where L comes from: transformers' ``standardize_rope_params`` lets a top-level
+      ``config.original_max_position_embeddings`` (Phi-3's configs) override the one in
+      rope_parameters, and when neither exists sets L = max_position_embeddings: then s = 1,
+      attention factor 1 unless ``factor`` is set, and the long factors start only past
+      max_position_embeddings.
+    * Checks: the reference search (``evolution/algorithms/dim_mono.py``) draws each factor
+      from [1, 1 + s] and keeps them non-decreasing in i; neither transformers nor this
+      function requires either (here: finite and > 0). transformers only logs a warning for a
+      list of the wrong length, after which a one-entry list broadcasts over every pair and
+      any other length fails with a shape error; it reads no ``short_mscale`` /
+      ``long_mscale`` (vLLM does). Here each of these raises a ValueError.
+    * Precision: transformers rounds the factors to float32 and computes in float32; this is
+      float64.
+    """
+    factors = params["long_factor"] if length > original_length else params["short_factor"]
+    inv_freq = tuple(
+        1.0 / (factor * base ** (2 * i / head_dim)) for i, factor in enumerate(factors)
+    )
+    attention = params["attention_factor"]
+    if attention is None:
+        attention = longrope_attention_factor(scale, original_length)
+    return ScaledRope(inv_freq, float(attention))
+
+
+def proportional_rotated_pairs(head_dim: int, proportion: float) -> int:
+    """How many pairs p-RoPE turns: k = int(p * d // 2), as the paper's code, Gemma's
+    ``apply_rope`` and transformers compute it, i.e. floor(p d / 2) with p d rounded to a float
+    first (p = 0.58, d = 100: p d = 57.99999999999999, so 28 and not 29)."""
+    return int(proportion * head_dim // 2)
+
+
+def _proportional(head_dim, base, scale, original_length, length, params) -> ScaledRope:
+    """p-RoPE (Barbero et al. 2024, "Round and Round We Go!", and their code), as
+    transformers' ``proportional`` (Gemma 4's global layers: p = 0.25, d = 512, base 10^6):
+
+        k = int(p * d // 2)                 (:func:`proportional_rotated_pairs`)
+        theta_i' = base^(-2i/d) / s   for i < k,     0   for k <= i < d/2,
+
+    with p = ``params["partial_rotary_factor"]`` in (0, 1] (default 1, plain RoPE), s =
+    ``scale`` and d the full head width. p counts pairs from the fast end: pair 0 (theta = 1)
+    is kept first, and the slowest pairs, which Barbero et al. find Gemma 7B uses most and
+    suspect carry semantic rather than positional information, stop turning: cos = 1 and
+    sin = 0 at every position, so q and k pass them unchanged, as under NoPE. The kept pairs
+    have exactly full RoPE's frequencies, so the slowest one that turns is base^(-2(k-1)/d),
+    about base^(-p). Factor 1; ``original_length`` and ``length`` unused.
+
+    Not GPT-NeoX's partial RoPE (``rotary_pct``; posenc's ``rope_partial``; what
+    ``partial_rotary_factor`` means in transformers for every other rope type), which turns the
+    first r = int(p d) dimensions with theta_i = base^(-2i/r), i < r/2: the whole range from 1
+    down to about 1/base recomputed over the rotated width, in fewer and coarser steps, so its
+    slowest pair still turns at about 1/base. In the half-split layout pair i is
+    (x_i, x_{i + d/2}), so p-RoPE's still dimensions are [k, d/2) and [d/2 + k, d), not
+    GPT-NeoX's contiguous tail [r, d).
+
+    The paper against transformers 5.24 (``_compute_proportional_rope_parameters``): the same k
+    and the same kept frequencies (the paper's code pads the timescales with infinity, whose
+    reciprocal is this 0). transformers adds ``factor``, dividing every frequency as PI does
+    (Gemma's ``scale_factor`` divides the angles alike, and raises below 1); the paper has no
+    factor, so s = 1 is the paper's p-RoPE. transformers names p ``partial_rotary_factor``
+    (Gemma's code: ``rope_proportion``), and its checks only warn: when p is absent (then 1,
+    plain RoPE), and about ``factor`` as an unrecognised key although it reads it; p > 1
+    silently returns more than d/2 frequencies, and p = 0 (the paper's NoPE end) all zeros.
+    Here p must lie in (0, 1]; a p with p d < 2 turns no pair (transformers alike). It
+    computes in float32; this is float64.
+    """
+    kept = proportional_rotated_pairs(head_dim, params["partial_rotary_factor"])
+    plain = rope_inv_freq(head_dim, base)
+    inv_freq = tuple(theta / scale if i < kept else 0.0 for i, theta in enumerate(plain))
+    return ScaledRope(inv_freq)
 
 
 def _is_number(value) -> bool:
@@ -248,7 +356,106 @@ def _check_betas(beta_fast, beta_slow) -> None:
         )
 
 
-def _resolve_params(method: str, scale, original_length, params: dict | None) -> dict:
+def _check_attention_factor(factor) -> None:
+    if factor is not None and (not _is_number(factor) or factor <= 0):
+        raise ValueError(f"attention_factor must be a finite number > 0, got {factor!r}")
+
+
+# Each method's own checks of its resolved params, beside its registry entry; a bad value
+# raises a ValueError naming the parameter.
+
+
+def _check_yarn(params, head_dim, scale, original_length) -> None:
+    _check_betas(params["beta_fast"], params["beta_slow"])
+    _check_attention_factor(params["attention_factor"])
+    if not isinstance(params["truncate"], bool):
+        raise ValueError(f"truncate must be True or False, got {params['truncate']!r}")
+
+
+def _check_llama3(params, head_dim, scale, original_length) -> None:
+    low, high = params["low_freq_factor"], params["high_freq_factor"]
+    if not _is_number(low) or low <= 0:
+        raise ValueError(f"low_freq_factor must be a finite number > 0, got {low!r}")
+    if not _is_number(high) or high <= low:
+        raise ValueError(
+            f"high_freq_factor must be a finite number > low_freq_factor ({low!r}), got {high!r}"
+        )
+
+
+def _check_longrope(params, head_dim, scale, original_length) -> None:
+    pairs = head_dim // 2
+    for name in ("short_factor", "long_factor"):
+        factors = params[name]
+        if factors is None:
+            raise ValueError(
+                f"params['{name}'] is required by 'longrope': a list of head_dim / 2 = {pairs} "
+                "per-pair rescale factors"
+            )
+        if not isinstance(factors, list | tuple):
+            raise ValueError(f"{name} must be a list of {pairs} numbers, got {factors!r}")
+        if len(factors) != pairs:
+            raise ValueError(
+                f"{name} must have head_dim / 2 = {pairs} entries (one per rotated pair), "
+                f"got {len(factors)}"
+            )
+        bad = [i for i, factor in enumerate(factors) if not _is_number(factor) or factor <= 0]
+        if bad:
+            raise ValueError(
+                f"{name}[{bad[0]}] must be a finite number > 0, got {factors[bad[0]]!r}"
+            )
+    _check_attention_factor(params["attention_factor"])
+    if params["attention_factor"] is None:
+        longrope_attention_factor(scale, original_length)  # raises at L = 1 and s > 1 (ln L = 0)
+
+
+def _check_proportional(params, head_dim, scale, original_length) -> None:
+    proportion = params["partial_rotary_factor"]
+    if not _is_number(proportion) or not 0 < proportion <= 1:
+        raise ValueError(
+            "partial_rotary_factor must be a number in (0, 1] (p-RoPE's share of pairs kept), "
+            f"got {proportion!r}"
+        )
+
+
+@dataclass(frozen=True)
+class _Method:
+    compute: Callable[..., ScaledRope]
+    params: tuple[str, ...] = ()  # the rope_parameters it reads (besides the two below)
+    check: Callable[..., None] | None = None  # (resolved params, head_dim, scale, L) -> None
+
+
+# The one registry: a method is one entry here. Every method also takes ``factor`` and
+# ``original_max_position_embeddings``, which must repeat ``scale`` and ``original_length``.
+_REGISTRY = {
+    "pi": _Method(_pi),
+    "ntk": _Method(_ntk),
+    "dynamic": _Method(_dynamic),
+    "yarn": _Method(_yarn, ("beta_fast", "beta_slow", "attention_factor", "truncate"), _check_yarn),
+    "llama3": _Method(_llama3, ("low_freq_factor", "high_freq_factor"), _check_llama3),
+    "longrope": _Method(
+        _longrope, ("short_factor", "long_factor", "attention_factor"), _check_longrope
+    ),
+    "proportional": _Method(_proportional, ("partial_rotary_factor",), _check_proportional),
+}
+# ("pi", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
+METHODS = tuple(_REGISTRY)
+
+# transformers' defaults (None: absent; the YaRN and LongRoPE attention factors then follow
+# their formulas; LongRoPE's two factor lists are required).
+_DEFAULTS = {
+    "beta_fast": 32.0,
+    "beta_slow": 1.0,
+    "attention_factor": None,
+    "truncate": True,
+    "low_freq_factor": 1.0,
+    "high_freq_factor": 4.0,
+    "short_factor": None,
+    "long_factor": None,
+    "partial_rotary_factor": 1.0,
+}
+
+
+def _resolve_params(method: str, head_dim, scale, original_length, params: dict | None) -> dict:
     """``params`` checked against the method's names and completed with the defaults."""
     params = dict(params or {})
     known = ("factor", "original_max_position_embeddings", *_REGISTRY[method].params)
@@ -269,22 +476,8 @@ def _resolve_params(method: str, scale, original_length, params: dict | None) ->
             )
     resolved = {name: _DEFAULTS[name] for name in _REGISTRY[method].params}
     resolved.update({name: value for name, value in params.items() if value is not None})
-    if method == "yarn":
-        _check_betas(resolved["beta_fast"], resolved["beta_slow"])
-        factor = resolved["attention_factor"]
-        if factor is not None and (not _is_number(factor) or factor <= 0):
-            raise ValueError(f"attention_factor must be a finite number > 0, got {factor!r}")
-        if not isinstance(resolved["truncate"], bool):
-            raise ValueError(f"truncate must be True or False, got {resolved['truncate']!r}")
-    if method == "llama3":
-        low, high = resolved["low_freq_factor"], resolved["high_freq_factor"]
-        if not _is_number(low) or low <= 0:
-            raise ValueError(f"low_freq_factor must be a finite number > 0, got {low!r}")
-        if not _is_number(high) or high <= low:
-            raise ValueError(
-                f"high_freq_factor must be a finite number > low_freq_factor ({low!r}), "
-                f"got {high!r}"
-            )
+    if _REGISTRY[method].check is not None:
+        _REGISTRY[method].check(resolved, head_dim, scale, original_length)
     return resolved
 
 
@@ -304,18 +497,21 @@ def scaled_rope(
     ``original_max_position_embeddings`` may repeat ``scale`` and ``original_length`` (a
     different value raises); yarn reads ``beta_fast`` (32), ``beta_slow`` (1),
     ``attention_factor`` (0.1 ln s + 1) and ``truncate`` (True); llama3 reads
-    ``low_freq_factor`` (1) and ``high_freq_factor`` (4). A value None is the default; a name
-    the method does not read raises. ``length`` is the current sequence length, read by
-    ``dynamic`` only (None: ``original_length``).
+    ``low_freq_factor`` (1) and ``high_freq_factor`` (4); longrope reads ``short_factor`` and
+    ``long_factor`` (required: d/2 numbers each) and ``attention_factor``
+    (sqrt(1 + ln s / ln L)); proportional reads ``partial_rotary_factor`` (p, 1). A value None
+    is the default; a name the method does not read raises. ``length`` is the current sequence
+    length, read by ``dynamic`` and ``longrope`` only (None: ``original_length``).
 
     At scale 1 every method is plain RoPE (yarn and llama3 to the last bit or two), except
-    ``dynamic`` at a length beyond L: its base grows with the length whatever the scale.
-    Bad input raises a ValueError that names the argument.
+    ``dynamic`` at a length beyond L (its base grows with the length whatever the scale),
+    ``longrope`` unless its factors are all 1, and ``proportional`` at p < 1 (its slow pairs
+    stop turning whatever the scale). Bad input raises a ValueError that names the argument.
     """
     if method not in _REGISTRY:
         raise ValueError(f"method {method!r} is unknown; known: {', '.join(METHODS)}")
     _check_head(head_dim, base, scale, original_length)
-    resolved = _resolve_params(method, scale, original_length, params)
+    resolved = _resolve_params(method, head_dim, scale, original_length, params)
     if length is None:
         length = original_length
     elif not isinstance(length, int) or isinstance(length, bool) or length < 1:

@@ -1,20 +1,26 @@
 """posenc.rope_scaling against loops written here from the papers and the reference code (Meta's
-``apply_scaling``, jquesnelle/yarn, transformers' ``modeling_rope_utils.py``), never from the
-module's helpers; YaRN's ramp bounds worked out by hand; and the failure paths."""
+``apply_scaling``, jquesnelle/yarn, Phi-3's and microsoft/LongRoPE's LongRoPE embeddings,
+Barbero et al.'s p-RoPE code, transformers' ``modeling_rope_utils.py``), never from the
+module's helpers; YaRN's ramp bounds worked out by hand; the failure paths; and, separately,
+LongRoPE and p-RoPE against transformers' own ROPE_INIT_FUNCTIONS."""
 
 from __future__ import annotations
 
 import ast
 import dataclasses
 import math
+import random
 from pathlib import Path
 
 import pytest
+import torch
 
 from posenc import rope_scaling
 from posenc.rope_scaling import (
     METHODS,
     ScaledRope,
+    longrope_attention_factor,
+    proportional_rotated_pairs,
     rope_inv_freq,
     scaled_rope,
     yarn_correction_range,
@@ -41,6 +47,16 @@ def assert_pairs_close(actual, expected, rel=REL):
     assert len(actual) == len(expected)
     for i, (a, e) in enumerate(zip(actual, expected)):
         assert math.isclose(a, e, rel_tol=rel, abs_tol=0.0), f"pair {i}: {a!r} != {e!r}"
+
+
+def assert_float64_close(actual, expected, rel=REL):
+    """Relative closeness in float64, pair by pair; a zero frequency must be exactly zero."""
+    torch.testing.assert_close(
+        torch.tensor(actual, dtype=torch.float64),
+        torch.tensor(expected, dtype=torch.float64),
+        rtol=rel,
+        atol=0.0,
+    )
 
 
 def plain_by_hand(d, base):
@@ -120,7 +136,7 @@ def llama3_by_hand(d, base, s, L, low_freq_factor=1.0, high_freq_factor=4.0):
 
 
 def test_methods_and_result_shape():
-    assert METHODS == ("pi", "ntk", "dynamic", "yarn", "llama3")
+    assert METHODS == ("pi", "ntk", "dynamic", "yarn", "llama3", "longrope", "proportional")
     result = scaled_rope("yarn", 64, 10000.0, 4.0, 4096)
     assert isinstance(result, ScaledRope) and len(result.inv_freq) == 32
     assert all(type(x) is float for x in result.inv_freq)
@@ -197,10 +213,14 @@ def test_dynamic_at_scale_one_is_the_papers_dynamic_ntk():
         assert dynamic[-1] < plain_by_hand(d, base)[-1]  # not plain RoPE beyond L, even at s = 1
 
 
-def test_length_is_read_by_dynamic_only():
-    for method in ("pi", "ntk", "yarn", "llama3"):
+def test_length_is_read_by_dynamic_and_longrope_only():
+    for method in ("pi", "ntk", "yarn", "llama3", "proportional"):
         longer = scaled_rope(method, 64, 10000.0, 4.0, 1024, length=100_000)
         assert longer == scaled_rope(method, 64, 10000.0, 4.0, 1024), method
+    short, long = longrope_factors(64, 4.0, seed=0)
+    params = {"short_factor": short, "long_factor": long}
+    longer = scaled_rope("longrope", 64, 10000.0, 4.0, 1024, params, length=100_000)
+    assert longer != scaled_rope("longrope", 64, 10000.0, 4.0, 1024, params)
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -349,13 +369,186 @@ def test_llama31_bands_by_hand():
     assert kept == list(range(29)) and divided == list(range(35, 64))
 
 
+# LongRoPE (Ding et al. 2024, as Phi-3 ships it).
+
+
+def longrope_factors(d, s, seed):
+    """Two factor lists shaped as the reference search makes them (microsoft/LongRoPE
+    dim_mono: each in [1, 1 + s], non-decreasing in the pair): short ones near 1, long ones
+    rising towards 1 + s. Fixed by ``seed``."""
+    rng = random.Random(seed)
+    short = sorted(1 + 0.25 * rng.random() for _ in range(d // 2))
+    long = sorted(1 + s * rng.random() for _ in range(d // 2))
+    return short, long
+
+
+def longrope_by_hand(d, base, L, short_factor, long_factor, length):
+    # Phi-3's Phi3LongRoPEScaledRotaryEmbedding.forward, with seq_len = length:
+    # ext_factors = long if seq_len > original_max_position_embeddings else short;
+    # inv_freq = 1 / (ext_factors * base ** (arange(0, dim, 2) / dim)).
+    ext_factors = long_factor if length > L else short_factor
+    inv_freq_shape = [k / d for k in range(0, d, 2)]
+    return [1.0 / (ext_factors[j] * base ** inv_freq_shape[j]) for j in range(d // 2)]
+
+
+def longrope_attention_by_hand(max_position_embeddings, L):
+    # Phi-3's forward and microsoft/LongRoPE's _calc_mscale_su.
+    scale = max_position_embeddings / L
+    if scale <= 1.0:
+        return 1.0
+    return math.sqrt(1 + math.log(scale) / math.log(L))
+
+
+# (head_dim, base, s, L): small; Phi-3-mini-128k's head (d 96, base 10^4, 131072 / 4096 = 32);
+# a Llama-3-like head at a factor that is not a power of two.
+LONGROPE_CASES = [
+    (16, 10000.0, 2.0, 128),
+    (64, 10000.0, 8.0, 2048),
+    (96, 10000.0, 32.0, 4096),
+    (128, 500000.0, 12.0, 8192),
+]
+
+
+@pytest.mark.parametrize("case", LONGROPE_CASES)
+@pytest.mark.parametrize("where", ["unset", "1", "L-1", "L", "L+1", "L+2", "4L"])
+def test_longrope(case, where):
+    d, base, s, L = case
+    short, long = longrope_factors(d, s, seed=d)
+    length = {"unset": None, "1": 1, "L-1": L - 1, "L": L, "L+1": L + 1, "L+2": L + 2}.get(
+        where, 4 * L
+    )
+    seq_len = L if length is None else length  # unset: transformers' seq_len None, short set
+    params = {"short_factor": short, "long_factor": long}
+    result = scaled_rope("longrope", d, base, s, L, params, length=length)
+    assert_float64_close(result.inv_freq, longrope_by_hand(d, base, L, short, long, seq_len))
+    max_position_embeddings = round(s * L)
+    assert result.attention_factor == pytest.approx(
+        longrope_attention_by_hand(max_position_embeddings, L), rel=REL
+    )
+
+
+def test_longrope_switches_sets_past_the_original_length():
+    # The switch is at l > L: l = L still takes the short factors, l = L + 1 the long ones.
+    d, base, s, L = 96, 10000.0, 32.0, 4096
+    short, long = longrope_factors(d, s, seed=1)
+    params = {"short_factor": short, "long_factor": long}
+    plain = plain_by_hand(d, base)
+    at = scaled_rope("longrope", d, base, s, L, params, length=L)
+    past = scaled_rope("longrope", d, base, s, L, params, length=L + 1)
+    assert at == scaled_rope("longrope", d, base, s, L, params)  # None is L
+    assert_float64_close(at.inv_freq, [theta / f for theta, f in zip(plain, short)])
+    assert_float64_close(past.inv_freq, [theta / f for theta, f in zip(plain, long)])
+    assert all(a > b for a, b in zip(at.inv_freq, past.inv_freq))  # long > short factors
+    # One attention factor for both sets: even the short window is not plain RoPE.
+    assert at.attention_factor == past.attention_factor > 1
+
+
+def test_longrope_attention_factor_by_hand():
+    # Phi-3-mini-128k: s = 32, L = 4096 = 2^12, so ln s / ln L = 5 / 12 and the factor is
+    # sqrt(17 / 12) = 1.19024; q.k scales by 17 / 12.
+    assert longrope_attention_factor(32.0, 4096) == pytest.approx(math.sqrt(17 / 12), rel=REL)
+    assert longrope_attention_factor(4096.0, 4096) == pytest.approx(math.sqrt(2), rel=REL)
+    # s <= 1: exactly 1, whatever L (L = 1 too, where ln L = 0 would divide).
+    for scale in (0.25, 0.999, 1.0):
+        assert longrope_attention_factor(scale, 4096) == 1.0
+        assert longrope_attention_factor(scale, 1) == 1.0
+    short, long = longrope_factors(64, 1.0, seed=2)
+    params = {"short_factor": short, "long_factor": long}
+    assert (
+        scaled_rope("longrope", 64, 10000.0, 1.0, 2048, params, length=9999).attention_factor == 1
+    )
+    # An explicit attention_factor wins, and leaves the frequencies alone.
+    given = scaled_rope("longrope", 64, 10000.0, 8.0, 2048, {**params, "attention_factor": 1.5})
+    assert given.attention_factor == 1.5
+    assert given.inv_freq == scaled_rope("longrope", 64, 10000.0, 8.0, 2048, params).inv_freq
+
+
+def test_longrope_special_cases_are_plain_and_pi():
+    d, base, s, L = 64, 10000.0, 8.0, 2048
+    ones, constant = [1.0] * (d // 2), [s] * (d // 2)
+    params = {"short_factor": ones, "long_factor": constant}
+    # Unit short factors: plain RoPE up to L (with the attention factor of s all the same).
+    assert_float64_close(
+        scaled_rope("longrope", d, base, s, L, params).inv_freq, plain_by_hand(d, base)
+    )
+    # Every long factor s: Position Interpolation's frequencies beyond L.
+    beyond = scaled_rope("longrope", d, base, s, L, params, length=2 * L).inv_freq
+    assert_float64_close(beyond, scaled_rope("pi", d, base, s, L).inv_freq)
+
+
+# p-RoPE (Barbero et al. 2024), transformers' "proportional".
+
+
+def proportional_by_hand(d, base, p, s):
+    # Barbero et al.'s apply_p_rope (and Gemma's apply_rope): rope_angles pairs with timescale
+    # base^(2j/d), the others padded with an infinite timescale; the angle position / timescale
+    # divided by scale_factor (transformers: factor). Frequency = (1 / timescale) / s.
+    rope_angles = int(p * d // 2)
+    nope_angles = d // 2 - rope_angles
+    timescale = [base ** (2.0 * j / d) for j in range(rope_angles)] + [math.inf] * nope_angles
+    return [1.0 / t / s for t in timescale]
+
+
+@pytest.mark.parametrize("d", [16, 64, 100, 256, 512])
+@pytest.mark.parametrize("base", [10000.0, 1e6])
+@pytest.mark.parametrize("p", [0.25, 0.5, 0.58, 0.75, 1.0])
+@pytest.mark.parametrize("s", [1.0, 4.0])
+def test_proportional(d, base, p, s):
+    result = scaled_rope("proportional", d, base, s, 1024, {"partial_rotary_factor": p})
+    assert_float64_close(result.inv_freq, proportional_by_hand(d, base, p, s))
+    assert result.attention_factor == 1.0
+
+
+@pytest.mark.parametrize(
+    "d, p, kept",
+    [
+        (512, 0.25, 64),  # Gemma 4's global layers
+        (64, 0.25, 8),
+        (100, 0.25, 12),  # p d / 2 = 12.5: floor
+        (100, 0.58, 28),  # p d = 57.99999999999999 in floats: 28, not 29
+        (64, 1.0, 32),
+        (16, 0.1, 0),  # p d < 2: no pair turns (NoPE), as in transformers
+    ],
+)
+def test_proportional_kept_pairs_by_hand(d, p, kept):
+    assert proportional_rotated_pairs(d, p) == kept
+    inv_freq = scaled_rope("proportional", d, 10000.0, 1.0, 1024, {"partial_rotary_factor": p})
+    assert sum(f > 0 for f in inv_freq.inv_freq) == kept
+    assert inv_freq.inv_freq[kept:] == (0.0,) * (d // 2 - kept)  # the slow end is dropped
+
+
+def test_proportional_at_p_one_is_pi_and_keeps_the_fast_pairs():
+    d, base, s, L = 64, 10000.0, 4.0, 1024
+    full = scaled_rope("proportional", d, base, s, L)  # default p = 1
+    assert_float64_close(full.inv_freq, scaled_rope("pi", d, base, s, L).inv_freq)
+    quarter = scaled_rope("proportional", d, base, 1.0, L, {"partial_rotary_factor": 0.25})
+    assert_float64_close(quarter.inv_freq[:8], plain_by_hand(d, base)[:8])  # full RoPE's own
+
+
+def test_proportional_is_not_partial_rope():
+    # GPT-NeoX's rotary_pct = 0.25 on d = 64 turns r = 16 dimensions at base^(-2i/16): its
+    # slowest pair turns at base^(-14/16) = 3.2e-4; p-RoPE's slowest kept pair (i = 7) at
+    # full RoPE's base^(-14/64) = 0.13. Only pair 0 (theta = 1) agrees.
+    d, base = 64, 10000.0
+    neox = [base ** (-2 * i / 16) for i in range(8)]
+    p_rope = scaled_rope("proportional", d, base, 1.0, 1024, {"partial_rotary_factor": 0.25})
+    kept = p_rope.inv_freq[:8]
+    assert kept[0] == neox[0] == 1.0
+    assert all(k > n for k, n in zip(kept[1:], neox[1:]))
+    assert kept[-1] == pytest.approx(base ** (-14 / 64), rel=REL)
+    assert neox[-1] == pytest.approx(base ** (-14 / 16), rel=REL)
+
+
 # Scale 1 is plain RoPE.
 
 
 @pytest.mark.parametrize("method", METHODS)
 @pytest.mark.parametrize("d, base, L", [(16, 10000.0, 128), (64, 500000.0, 4096), (128, 5e5, 8192)])
 def test_scale_one_is_plain_rope(method, d, base, L):
-    result = scaled_rope(method, d, base, 1.0, L)
+    # LongRoPE needs its factor lists, and is plain only when they are all 1 (proportional
+    # only at its default p = 1): their own tests show them otherwise at s = 1.
+    params = {"short_factor": [1.0] * (d // 2), "long_factor": [1.0] * (d // 2)}
+    result = scaled_rope(method, d, base, 1.0, L, params if method == "longrope" else None)
     assert_pairs_close(result.inv_freq, plain_by_hand(d, base))
     assert result.attention_factor == 1.0
 
@@ -363,6 +556,8 @@ def test_scale_one_is_plain_rope(method, d, base, L):
 # Bad input names the argument.
 
 GOOD = {"method": "yarn", "head_dim": 64, "base": 10000.0, "scale": 4.0, "original_length": 1024}
+ONES = [1.0] * 32  # one LongRoPE factor per pair of GOOD's head
+LONGROPE = {"short_factor": ONES, "long_factor": ONES}
 
 
 @pytest.mark.parametrize(
@@ -394,6 +589,38 @@ GOOD = {"method": "yarn", "head_dim": 64, "base": 10000.0, "scale": 4.0, "origin
             "high_freq_factor",
         ),
         ({"method": "llama3", "params": {"low_freq_factor": 0}}, "low_freq_factor"),
+        ({"method": "longrope"}, "short_factor"),
+        ({"method": "longrope", "params": {"short_factor": ONES}}, "long_factor"),
+        ({"method": "longrope", "params": {"long_factor": ONES}}, "short_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": ONES[:-1]}}, "long_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": ONES * 2}}, "long_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "short_factor": ONES[:1]}}, "short_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": 2.0}}, "long_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": "1" * 32}}, "long_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": [0.0] * 32}}, "long_factor"),
+        (
+            {"method": "longrope", "params": {**LONGROPE, "long_factor": [*ONES[:-1], math.nan]}},
+            "long_factor",
+        ),
+        ({"method": "longrope", "params": {**LONGROPE, "long_factor": [True] * 32}}, "long_factor"),
+        ({"method": "longrope", "params": {**LONGROPE, "attention_factor": 0}}, "attention_factor"),
+        ({"method": "longrope", "params": LONGROPE, "original_length": 1}, "original_length"),
+        # GPT-NeoX's partial rotary is the caller's head_dim (the rotated width), not a param.
+        (
+            {"method": "longrope", "params": {**LONGROPE, "partial_rotary_factor": 0.5}},
+            "partial_rotary_factor",
+        ),
+        ({"method": "longrope", "params": {**LONGROPE, "short_mscale": 1.2}}, "short_mscale"),
+        ({"method": "proportional", "params": {"partial_rotary_factor": 0}}, "partial_rotary"),
+        ({"method": "proportional", "params": {"partial_rotary_factor": -0.25}}, "partial_rotary"),
+        ({"method": "proportional", "params": {"partial_rotary_factor": 1.5}}, "partial_rotary"),
+        (
+            {"method": "proportional", "params": {"partial_rotary_factor": math.nan}},
+            "partial_rotary_factor",
+        ),
+        ({"method": "proportional", "params": {"partial_rotary_factor": "0.5"}}, "partial_rotary"),
+        ({"method": "proportional", "params": {"partial_rotary_factor": True}}, "partial_rotary"),
+        ({"method": "proportional", "params": {"long_factor": ONES}}, "long_factor"),
     ],
 )
 def test_bad_input_raises_naming_the_argument(change, named):
@@ -412,3 +639,177 @@ def test_continuous_and_gap_check_their_arguments():
         yarn_inv_freq_continuous(64, 10000.0, 4.0, 1024, beta_fast=1, beta_slow=2)
     with pytest.raises(ValueError, match="scale"):
         yarn_rounding_gap(64, 10000.0, 0.9, 1024)
+
+
+# Against transformers' own ROPE_INIT_FUNCTIONS (5.24), which computes in float32: the
+# exponent 2i/d rounds (relatively, half an eps), and base^x turns that into a relative error
+# of ln(base) x / 2 eps, x < 1; the power itself, LongRoPE's factor (rounded to float32) and
+# product, and the reciprocal or p-RoPE's division by the factor add about half an eps to one
+# eps each. Allowed: ln(base) / 2 + 3 float32 eps relatively (7.6 at base 10^4, 9.9 at 10^6).
+# Measured on a wider sweep of these configs: at most 2.4 (LongRoPE) and 3.6 (p-RoPE; d 100,
+# base 5 10^5, where 2i/d is inexact). transformers' attention factors are Python floats,
+# the same formula in float64: equal to a float64 rounding.
+EPS32 = 2.0**-23
+
+
+def transformers_ulps(base):
+    return math.log(base) / 2 + 3
+
+
+def assert_float32_ulps(theirs, ours, base):
+    """theirs (float32, from transformers) within transformers_ulps(base) float32 epsilons of
+    ours, relatively; a zero frequency must be exactly zero in both."""
+    torch.testing.assert_close(
+        theirs.double(),
+        torch.tensor(ours, dtype=torch.float64),
+        rtol=transformers_ulps(base) * EPS32,
+        atol=0.0,
+    )
+
+
+def llama_config(d, base, max_position_embeddings, rope_parameters):
+    from transformers import LlamaConfig
+
+    return LlamaConfig(
+        hidden_size=d,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        head_dim=d,
+        max_position_embeddings=max_position_embeddings,
+        rope_parameters={"rope_theta": base, **rope_parameters},
+    )
+
+
+@pytest.mark.parametrize("case", LONGROPE_CASES)
+@pytest.mark.parametrize("with_factor", [False, True])
+def test_longrope_matches_transformers(case, with_factor):
+    rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+    d, base, s, L = case
+    short, long = longrope_factors(d, s, seed=d)
+    rope_parameters = {
+        "rope_type": "longrope",
+        "short_factor": short,
+        "long_factor": long,
+        "original_max_position_embeddings": L,
+    }
+    if with_factor:
+        # An explicit factor decides the attention factor; max_position_embeddings (here a
+        # ratio of 3, no case's s) no longer does.
+        config = llama_config(d, base, 3 * L, {**rope_parameters, "factor": s})
+    else:
+        config = llama_config(d, base, round(s * L), rope_parameters)
+    params = {"short_factor": short, "long_factor": long}
+    for seq_len in (None, L, L + 1, 3 * L):
+        inv_freq, attention = rope_utils.ROPE_INIT_FUNCTIONS["longrope"](config, None, seq_len)
+        ours = scaled_rope("longrope", d, base, s, L, params, length=seq_len)
+        assert_float32_ulps(inv_freq, ours.inv_freq, base)
+        assert attention == pytest.approx(ours.attention_factor, rel=REL)
+
+
+def test_longrope_matches_transformers_phi3_config():
+    # Phi-3-mini-128k's shape: head 3072 / 32 = 96, s = 131072 / 4096. Its configs give
+    # original_max_position_embeddings at the top level, which overrides rope_parameters'.
+    rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+    from transformers import Phi3Config
+
+    base = 10000.0
+    short, long = longrope_factors(96, 32.0, seed=3)
+    config = Phi3Config(
+        hidden_size=3072,
+        num_attention_heads=32,
+        num_key_value_heads=32,
+        max_position_embeddings=131072,
+        original_max_position_embeddings=4096,
+        rope_parameters={
+            "rope_type": "longrope",
+            "rope_theta": base,
+            "short_factor": short,
+            "long_factor": long,
+            "original_max_position_embeddings": 2048,  # overridden by the top-level 4096
+        },
+    )
+    params = {"short_factor": short, "long_factor": long}
+    for seq_len in (4096, 4097):
+        inv_freq, attention = rope_utils.ROPE_INIT_FUNCTIONS["longrope"](config, None, seq_len)
+        ours = scaled_rope("longrope", 96, base, 32.0, 4096, params, length=seq_len)
+        assert_float32_ulps(inv_freq, ours.inv_freq, base)
+        assert attention == pytest.approx(math.sqrt(17 / 12), rel=REL)
+        assert attention == pytest.approx(ours.attention_factor, rel=REL)
+
+
+def test_longrope_without_original_length_in_transformers():
+    # No original_max_position_embeddings anywhere: transformers takes L = the config's
+    # max_position_embeddings, so s = 1, attention factor 1, and the long factors only past it.
+    rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+    d, base, max_position_embeddings = 64, 10000.0, 8192
+    short, long = longrope_factors(d, 4.0, seed=5)
+    rope_parameters = {"rope_type": "longrope", "short_factor": short, "long_factor": long}
+    config = llama_config(d, base, max_position_embeddings, rope_parameters)
+    params = {"short_factor": short, "long_factor": long}
+    for seq_len in (4096, max_position_embeddings, max_position_embeddings + 1):
+        inv_freq, attention = rope_utils.ROPE_INIT_FUNCTIONS["longrope"](config, None, seq_len)
+        ours = scaled_rope("longrope", d, base, 1.0, max_position_embeddings, params, seq_len)
+        assert_float32_ulps(inv_freq, ours.inv_freq, base)
+        assert attention == ours.attention_factor == 1.0
+
+
+def test_longrope_switch_matches_transformers_module():
+    # transformers' rotary module switches sets in its forward (dynamic_rope_update), from
+    # max(position_ids) + 1: the short set for L positions, the long one for L + 1.
+    pytest.importorskip("transformers")
+    from transformers.models.llama.modeling_llama import LlamaRotaryEmbedding
+
+    d, base, s, L = 16, 10000.0, 4.0, 64
+    short, long = longrope_factors(d, s, seed=4)
+    rope_parameters = {
+        "rope_type": "longrope",
+        "short_factor": short,
+        "long_factor": long,
+        "original_max_position_embeddings": L,
+    }
+    module = LlamaRotaryEmbedding(llama_config(d, base, round(s * L), rope_parameters))
+    params = {"short_factor": short, "long_factor": long}
+    for n in (L, L + 1, L, 10):  # back to the short set once the sequence is short again
+        module(torch.zeros(1), torch.arange(n)[None])
+        ours = scaled_rope("longrope", d, base, s, L, params, length=n)
+        assert_float32_ulps(module.inv_freq, ours.inv_freq, base)
+        assert module.attention_scaling == pytest.approx(ours.attention_factor, rel=REL)
+
+
+@pytest.mark.parametrize(
+    "d, base, p, s",
+    [
+        (64, 10000.0, 0.25, 1.0),
+        (100, 10000.0, 0.58, 1.0),  # the float rounding of p d: 28 pairs
+        (100, 10000.0, 0.25, 1.0),  # p d / 2 = 12.5
+        (256, 10000.0, 0.5, 4.0),  # with transformers' factor
+        (512, 1e6, 0.25, 1.0),  # Gemma 4's global layers
+        (64, 500000.0, 1.0, 8.0),  # p = 1: PI
+    ],
+)
+def test_proportional_matches_transformers(d, base, p, s):
+    rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+    rope_parameters = {"rope_type": "proportional", "partial_rotary_factor": p, "factor": s}
+    config = llama_config(d, base, 4096, rope_parameters)
+    inv_freq, attention = rope_utils.ROPE_INIT_FUNCTIONS["proportional"](config, None)
+    ours = scaled_rope("proportional", d, base, s, 4096, {"partial_rotary_factor": p})
+    assert_float32_ulps(inv_freq, ours.inv_freq, base)
+    assert attention == ours.attention_factor == 1.0
+
+
+def test_proportional_matches_transformers_gemma4_config():
+    # Gemma 4's own text config: its full-attention layers, head 512, p = 0.25, base 10^6.
+    rope_utils = pytest.importorskip("transformers.modeling_rope_utils")
+    from transformers import Gemma4TextConfig
+
+    config = Gemma4TextConfig().per_layer_config["full_attention"]
+    rope = config.rope_parameters["full_attention"]
+    base = rope["rope_theta"]
+    assert (rope["rope_type"], rope["partial_rotary_factor"], base) == ("proportional", 0.25, 1e6)
+    inv_freq, _ = rope_utils.ROPE_INIT_FUNCTIONS["proportional"](
+        config, None, layer_type="full_attention"
+    )
+    params = {"partial_rotary_factor": 0.25}
+    ours = scaled_rope("proportional", config.head_dim, base, 1.0, 8192, params)
+    assert config.head_dim == 512 and inv_freq.shape == (256,)
+    assert_float32_ulps(inv_freq, ours.inv_freq, base)
