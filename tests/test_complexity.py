@@ -18,7 +18,7 @@ from analyses.complexity import compute as cx
 from analyses.complexity import present, resample
 from analyses.complexity.spec import SPEC, check_lengths
 from posenc.analysis import Context, Measurements
-from posenc.claims import evaluate
+from posenc.claims import evaluate, interval
 from posenc.encodings import (
     REGISTRY,
     BiasEncoding,
@@ -206,12 +206,20 @@ def d_fitted_at(pe_d: float, att_d: float) -> list[dict]:
     ]
 
 
-def verdicts_with(pe, att, ratio, pe_d=1.0, att_d=1.0) -> list[dict]:
+def at_lengths(ratio, lengths=(256, 4096)) -> dict[int, dict]:
+    """A table's fraction of attention at each length: one number at every length (a
+    zero-width interval), or ``{length: (estimate, low, high)}``."""
+    if not isinstance(ratio, dict):
+        ratio = dict.fromkeys(lengths, (ratio, ratio, ratio))
+    return {n: interval(*v) for n, v in ratio.items()}
+
+
+def verdicts_with(pe, att, ratio, pe_d=1.0, att_d=1.0, cfg=CFG) -> list[dict]:
     pe = pe if isinstance(pe, dict) else {8: pe}
     att = att if isinstance(att, dict) else {8: att}
-    ratios = {f"table d={d}": ratio for d in pe}
-    ev = cx.evidence(fitted_at(pe, att), d_fitted_at(pe_d, att_d), ratios, ["table"])
-    return evaluate(SPEC.claims, ev, CFG, "complexity")
+    by_length = {("table", d): at_lengths(ratio) for d in pe}
+    ev = cx.evidence(fitted_at(pe, att), d_fitted_at(pe_d, att_d), by_length, ["table"])
+    return evaluate(SPEC.claims, ev, cfg, "complexity")
 
 
 @pytest.mark.parametrize(
@@ -265,6 +273,71 @@ def test_a_table_not_timed_where_attention_was_fails():
     assert evaluate(SPEC.claims, ev, CFG, "complexity")[0]["verdict"] == "fail"
 
 
+def test_essentially_free_must_hold_at_every_length_the_worst_deciding():
+    """A table at 0.17 of a layer at L = 256 and 0.01 at L = 4096 is not essentially free:
+    the claim fails on the short length, whatever the longest one says, and the ledger shows
+    the fraction at every length and which one was worst."""
+    short_costly = {256: (0.17, 0.16, 0.18), 4096: (0.01, 0.009, 0.011)}
+    claim = verdicts_with(1.0, 2.0, short_costly)[0]
+    assert claim["verdict"] == "fail"
+    fractions = claim["measured"]["table time / attention time at every L"]
+    assert fractions == {
+        "table d=8": {"L=256": interval(0.17, 0.16, 0.18), "L=4096": interval(0.01, 0.009, 0.011)}
+    }
+    assert claim["measured"]["worst fraction length"] == {"table d=8": 256}
+    assert claim["outcomes"]["table_to_attention"] == {"table d=8": "fail"}
+    assert "table time / attention time at every L ≤ 0.05" in claim["expected"]
+    # Under the bound at every length: it holds.
+    assert (
+        verdicts_with(1.0, 2.0, {256: (0.04, 0.03, 0.045), 4096: (0.01, 0.009, 0.011)})[0][
+            "verdict"
+        ]
+        == "pass"
+    )
+    # Under it at the longest length alone is not enough, even by far.
+    assert (
+        verdicts_with(1.0, 2.0, {256: (0.06, 0.055, 0.07), 4096: (1e-4, 1e-4, 1e-4)})[0]["verdict"]
+        == "fail"
+    )
+
+
+def test_a_fraction_whose_interval_straddles_the_bound_is_inconclusive():
+    claim = verdicts_with(1.0, 2.0, {256: (0.049, 0.04, 0.06), 4096: (0.01, 0.009, 0.011)})[0]
+    assert claim["verdict"] == "inconclusive"
+    assert "table d=8 L=256 [0.04, 0.06]" in claim["reason"] and "straddles" in claim["reason"]
+    # A fail at another length decides it: the worst length wins.
+    claim = verdicts_with(1.0, 2.0, {256: (0.2, 0.15, 0.25), 4096: (0.049, 0.04, 0.06)})[0]
+    assert claim["verdict"] == "fail"
+
+
+def test_the_statement_names_the_lengths_judged_and_smoke_runs_are_not_judged():
+    claim = verdicts_with(1.0, 2.0, {256: (0.2, 0.2, 0.2), 512: (0.1, 0.1, 0.1)})[0]
+    assert "(L = 256, 512)" in claim["statement"]
+    smoke = verdicts_with(1.0, 2.0, 0.9, cfg={**CFG, "smoke_test": True})[0]
+    assert smoke["verdict"] == "n/a" and "smoke_test" in smoke["reason"]
+    assert smoke["measured"]["table time / attention time at every L"]  # numbers still shown
+
+
+def test_ratio_intervals_bracket_every_ratio_and_skip_the_untimed():
+    rng = np.random.default_rng(0)
+    blocks = {
+        (name, 8, n): list(t * (1 + 0.05 * rng.standard_normal(12)))
+        for name, t in (("table", 1e-4), (cx.ATTENTION, 1e-3))
+        for n in (16, 32)
+    }
+    del blocks[(cx.ATTENTION, 8, 32)]
+    points = resample.medians(blocks, 400, 0)
+    ratio = points["table", 8, 16].point / points[cx.ATTENTION, 8, 16].point
+    rows = [
+        {"workload": "table", "d_model": 8, "length": 16, "ratio": ratio},
+        {"workload": "table", "d_model": 8, "length": 32, "ratio": None},
+    ]
+    timed, untimed = resample.ratio_intervals(rows, points, 0.95, cx.ATTENTION)
+    assert timed["ratio_low"] < ratio < timed["ratio_high"]
+    assert timed["ratio_high"] - timed["ratio_low"] < 0.05  # 5 % noise on 12 blocks
+    assert untimed["ratio_low"] is None and untimed["ratio_high"] is None
+
+
 def timing_row(workload, d, length, t, acts_on="input", out_bytes=4, fresh_bytes=0.0):
     return {
         "workload": workload,
@@ -303,8 +376,23 @@ def test_ratios_at_every_length_and_width_with_gaps_where_untimed():
     assert got[("bias", 8, 16)]["ratio"] == 0.5
     assert got[("bias", 8, 32)]["ratio"] is None and got[("bias", 8, 32)]["encoding_s"] is None
     assert got[("bias", 8, 32)]["acts_on"] == "bias"
-    ratio_len, ratio = cx.ratio_to_attention(rows)
-    assert ratio_len == 32 and ratio == {"table d=8": 0.125}  # no attention at d = 16 there
+    # The claim's fractions: every L where both were timed, none where either was not.
+    by_length = cx.fractions(list(got.values()))
+    assert {k: set(v) for k, v in by_length.items()} == {
+        ("table", 8): {16, 32},
+        ("table", 16): {16},
+        ("bias", 8): {16},
+    }
+    assert by_length[("table", 8)][16] == interval(0.25, 0.25, 0.25)  # no bounds: zero width
+    worst = cx.worst_fractions(by_length)
+    assert worst[("table", 8)] == {"length": 16, **interval(0.25, 0.25, 0.25)}
+    ev = cx.evidence([], [], by_length, ["table"])
+    assert ev["table_to_attention"] == {
+        "table d=8": {"L=16": interval(0.25, 0.25, 0.25), "L=32": interval(0.125, 0.125, 0.125)},
+        "table d=16": {"L=16": interval(0.125, 0.125, 0.125)},
+    }
+    assert ev["worst_fraction_length"] == {"table d=8": 16, "table d=16": 16}
+    assert ev["fraction_lengths"] == [16, 32]
 
 
 def test_steps_find_the_largest_rise_in_time_per_byte():
@@ -531,7 +619,7 @@ def test_a_slope_interval_that_straddles_the_tolerance_is_inconclusive():
             {**f, "slope_low": low, "slope_high": high} if f["workload"] == "table" else f
             for f in fitted_at({8: (low + high) / 2}, {8: 2.0})
         ]
-        ev = cx.evidence(fit, d_fitted_at(1.0, 1.0), {"table d=8": 0.01}, ["table"])
+        ev = cx.evidence(fit, d_fitted_at(1.0, 1.0), {("table", 8): at_lengths(0.01)}, ["table"])
         return evaluate(SPEC.claims, ev, CFG, "complexity")[0]
 
     assert verdict(0.9, 1.1)["verdict"] == "pass"
@@ -555,7 +643,14 @@ def test_compute_and_present_on_a_small_run(one_thread):
     assert m.evidence["attention_fit_range"] == {"d=16": "256–1024", "d=32": "512–1024"}
     assert list(m.evidence["flop_model_slope"].values()) == m.summary["expected_attention_slopes"]
     assert m.evidence["attention_d_length"] == RUN_CFG["attention_max_len"]
-    assert m.summary["ratio_len"] == RUN_CFG["attention_max_len"]
+    # The tables' fraction of attention at every length where both were timed, each an
+    # interval that holds its estimate, and the worst length among them.
+    assert m.evidence["fraction_lengths"] == RUN_CFG["lengths"]
+    for name, by_length in m.evidence["table_to_attention"].items():
+        assert list(by_length) == [f"L={n}" for n in RUN_CFG["lengths"]], name
+        assert all(v["low"] <= v["estimate"] <= v["high"] for v in by_length.values()), name
+        worst = max(by_length, key=lambda n: by_length[n]["estimate"])
+        assert worst == f"L={m.evidence['worst_fraction_length'][name]}"
     assert m.summary["threads"] == SPEC.resources.threads  # whatever the rule held
     assert m.timing["machine"]["page_bytes"] > 0
     assert "machine" not in m.summary  # machine-specific: timing.json only
@@ -582,21 +677,31 @@ def test_compute_and_present_on_a_small_run(one_thread):
     # The ratio table: every encoding timed at every width, every configured L; a gap only
     # where untimed.
     columns, rows = present.table_ratios(m, context())
-    assert columns[3:] == [f"L = {n}" for n in RUN_CFG["lengths"]]
+    assert columns[3:-1] == [f"L = {n}" for n in RUN_CFG["lengths"]]
+    assert columns[-1] == "largest at L"
     timed = {(r["workload"], r["d_model"]) for r in m.rows["timings"]} - {
         (cx.ATTENTION, d) for d in RUN_CFG["d_models"]
     }
     assert {(r[0], r[2]) for r in rows} == timed and len(rows) == len(timed)
     times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
     for row in rows:
-        for n, value in zip(RUN_CFG["lengths"], row[3:]):
+        for n, value in zip(RUN_CFG["lengths"], row[3:-1]):
             enc, att = times.get((row[0], row[2], n)), times.get((cx.ATTENTION, row[2], n))
-            assert value == (enc / att if enc is not None and att is not None else None)
+            if enc is None or att is None:
+                assert value is None
+            else:  # the ratio, then its bootstrap interval
+                assert re.fullmatch(r"\S+ \[\S+, \S+\]", value), value
+                assert float(value.split()[0]) == pytest.approx(enc / att, rel=5e-3)
+        assert row[-1] == m.summary["worst_fraction"][f"{row[0]} d={row[2]}"]["length"]
     capped = [r for r in rows if r[0] in m.summary["quadratic"]]
-    assert capped and all(r[-1] is None for r in capped)  # beyond bias_max_len
-    # The claim's ratio is the table's last timed column.
-    for name, value in m.summary["pe_to_attention"].items():
-        assert m.summary["ratios"][name][m.summary["ratio_len"]] == value
+    assert capped and all(r[-2] is None for r in capped)  # beyond bias_max_len
+    fig = present.figure_fractions(m, context())
+    assert len(fig.axes) == len(RUN_CFG["d_models"])
+    for ax in fig.axes:
+        bound = [ln for ln in ax.get_lines() if ln.get_linestyle() == "--"]
+        assert [ln.get_ydata()[0] for ln in bound] == [RUN_CFG["thresholds"]["pe_max_fraction"]]
+        labels = {t.get_text() for t in ax.get_legend().get_texts()}
+        assert labels == {r[0] for r in rows}
     # One step per encoding and width, in the memory table with the cache ratios.
     columns, rows = present.table_memory(m, context())
     assert len(rows) == len(m.summary["steps"]) == len(timed)

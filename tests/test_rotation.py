@@ -331,6 +331,11 @@ def test_tiny_run_passes_every_claim():
     assert {"offset map max error", "offset map max w error", "learned min error"} <= set(
         measured["rotation.linear_offset_map"]
     )
+    # A least-squares fit shows that the map exists, not that training finds it: the
+    # statement says so, and claims no learning.
+    offset = next(x["statement"] for x in ledger if x["id"] == "rotation.linear_offset_map")
+    assert "exists" in offset and "whether a projection learns it in training is not" in offset
+    assert "can learn" not in offset
 
 
 NAIVE = "rotation.rope_naive_bf16_breaks_relative"

@@ -58,6 +58,7 @@ except ImportError:  # not on Windows: no page-fault counts there
     resource = None
 
 ATTENTION = "attention"  # the workload name of the attention layer, beside the encodings'
+Point = tuple[str, int]  # (workload, d_model): one encoding, or attention, at one width
 # A timed block lasts about this long: many blocks per point for the bootstrap of its median,
 # each a thousand times the timer's overhead.
 BLOCK_S = 1e-3
@@ -424,24 +425,6 @@ def d_fits(rows: list[dict], d_models: list[int]) -> list[dict]:
     return out
 
 
-def ratio_to_attention(rows: list[dict]) -> tuple[int | None, dict[str, float]]:
-    """The largest L at which attention was timed, and each encoding's time there over one
-    attention layer's of the same width, by label (``sinusoidal d=64``)."""
-    att = {(r["d_model"], r["length"]): r["median_s"] for r in rows if r["workload"] == ATTENTION}
-    lengths = [n for _, n in att if n > 1]
-    if not lengths:
-        return None, {}
-    ratio_len = max(lengths)
-    ratio = {
-        label(r["workload"], r["d_model"]): r["median_s"] / att[(r["d_model"], ratio_len)]
-        for r in rows
-        if r["workload"] != ATTENTION
-        and r["length"] == ratio_len
-        and (r["d_model"], ratio_len) in att
-    }
-    return ratio_len, ratio
-
-
 def ratios(rows: list[dict], lengths: list[int]) -> list[dict]:
     """Per encoding timed, per width and per configured L, its median time over one attention
     layer's median time at the same width and L: one tidy row each, with both times. A time is
@@ -465,6 +448,32 @@ def ratios(rows: list[dict], lengths: list[int]) -> list[dict]:
                     "ratio": enc / att if enc is not None and att is not None else None,
                 }
             )
+    return out
+
+
+def fractions(ratio_rows: list[dict]) -> dict[Point, dict[int, dict[str, float]]]:
+    """Per encoding and width, its time over one attention layer's at every L where both
+    were timed, by L: an interval where the row has bootstrap bounds (``ratio_low``,
+    ``ratio_high``), else the ratio alone as an interval of zero width."""
+    out: dict[Point, dict[int, dict[str, float]]] = {}
+    for r in ratio_rows:
+        if r["ratio"] is None:
+            continue
+        low, high = r.get("ratio_low", r["ratio"]), r.get("ratio_high", r["ratio"])
+        out.setdefault((r["workload"], r["d_model"]), {})[r["length"]] = interval(
+            r["ratio"], low, high
+        )
+    return out
+
+
+def worst_fractions(by_length: dict[Point, dict[int, dict[str, float]]]) -> dict[Point, dict]:
+    """Per encoding and width, the length at which its time over attention's is largest (by
+    estimate), with that fraction's interval: where "negligible next to attention" is
+    hardest to meet."""
+    out = {}
+    for key, at in by_length.items():
+        length = max(at, key=lambda n: at[n]["estimate"])
+        out[key] = {"length": length, **at[length]}
     return out
 
 
@@ -579,26 +588,48 @@ def _slope(fit: dict) -> float | dict[str, float]:
 
 
 def evidence(
-    fitted: list[dict], d_fitted: list[dict], ratio: dict[str, float], tables: list[str]
+    fitted: list[dict],
+    d_fitted: list[dict],
+    by_length: dict[Point, dict[int, dict[str, float]]],
+    tables: list[str],
 ) -> dict[str, Any]:
     """The named values the claims read, by label: for each encoding that computes a table
-    (and has a fit) at each width, its log-log slope in L and its time over one attention
-    layer's; its slope in d; for attention at each width, its slope in L, the range it was
-    fitted over and the slope the flop model expects at the fit's start; its slope in d and
-    the flop model's. The claims compare the slopes with the exponents the config states,
-    within a tolerance; a mapping passes when every value does. A fit with bootstrap bounds
-    (:mod:`.resample`) gives its slope as an interval, which the claims judge whole."""
+    (and has a fit) at each width, its log-log slope in L, and its time over one attention
+    layer's at every L where both were timed (``by_length``, :func:`fractions`: "negligible
+    next to attention" must hold at each, so the worst length decides), with the length where
+    that fraction is largest; its slope in d; for attention at each width, its slope in L,
+    the range it was fitted over and the slope the flop model expects at the fit's start; its
+    slope in d and the flop model's. The claims compare the slopes with the exponents the
+    config states, within a tolerance; a mapping passes when every value does. A fit or a
+    fraction with bootstrap bounds (:mod:`.resample`) is an interval, which the claims judge
+    whole."""
     fitted_tables = [f for f in fitted if f["workload"] in tables]
     att = [f for f in fitted if f["workload"] == ATTENTION]
     d_tables = [f for f in d_fitted if f["workload"] in tables]
     d_att = next((f for f in d_fitted if f["workload"] == ATTENTION), None)
+    # Every table with a fit, and every table with a fraction of attention.
+    table_points = list(
+        dict.fromkeys(
+            [(f["workload"], f["d_model"]) for f in fitted_tables]
+            + [k for k in by_length if k[0] in tables]
+        )
+    )
+    worst = worst_fractions(by_length)
     return {
         "table_slope": {label(f["workload"], f["d_model"]): _slope(f) for f in fitted_tables},
-        # None (never within a threshold) for a table not timed where attention last was.
+        # At every L where the table and attention of its width were both timed; None (never
+        # within a threshold) for a table timed at no such L.
         "table_to_attention": {
-            label(f["workload"], f["d_model"]): ratio.get(label(f["workload"], f["d_model"]))
-            for f in fitted_tables
+            label(*k): {f"L={n}": v for n, v in sorted(by_length[k].items())}
+            if k in by_length
+            else None
+            for k in table_points
         },
+        "worst_fraction_length": {
+            label(*k): worst[k]["length"] for k in table_points if k in worst
+        },
+        # The lengths at which some table's fraction of attention was measured.
+        "fraction_lengths": sorted({n for k in table_points for n in by_length.get(k, {})}),
         "attention_fit_slope": {f"d={f['d_model']}": _slope(f) for f in att},
         "attention_fit_range": {f"d={f['d_model']}": f"{f['fit_from']}–{f['fit_to']}" for f in att},
         "flop_model_slope": {
@@ -627,8 +658,9 @@ def set_threads(threads: int) -> None:
 
 def compute(ctx: Context) -> Measurements:
     """Every workload's timings at every width, their fits in L and in d, the ratio of each
-    encoding to attention (at the largest L attention was timed at, the claim's, and at every
-    configured L), and the steps in time per byte with the machine's caches beside them."""
+    encoding to attention at every configured L where both were timed (with its bootstrap
+    interval; the claim reads every one), and the steps in time per byte with the machine's
+    caches beside them."""
     cfg = ctx.cfg
     if ctx.device.type == "cpu":
         set_threads(SPEC.resources.threads)
@@ -640,18 +672,14 @@ def compute(ctx: Context) -> Measurements:
     level = cfg["intervals"]["level"]
     fitted = resample.fit_intervals(fits(rows, cfg), points, level)
     d_fitted = resample.d_fit_intervals(d_fits(rows, cfg["d_models"]), points, level)
-    ratio_len, ratio = ratio_to_attention(rows)
-    ratio_intervals = resample.ratio_intervals(ratio_len, ratio, points, level, ATTENTION)
-    ratio_rows = ratios(rows, cfg["lengths"])
-    by_length: dict[str, dict[int, float | None]] = {}
-    for r in ratio_rows:
-        by_length.setdefault(label(r["workload"], r["d_model"]), {})[r["length"]] = r["ratio"]
+    ratio_rows = resample.ratio_intervals(ratios(rows, cfg["lengths"]), points, level, ATTENTION)
+    by_length = fractions(ratio_rows)
     att_fits = [f for f in fitted if f["workload"] == ATTENTION]
     caches = cache_sizes()
     l2, llc = last_levels(caches)
     return Measurements(
         rows={"timings": rows, "ratios": ratio_rows},
-        evidence=evidence(fitted, d_fitted, ratio_intervals, tables),
+        evidence=evidence(fitted, d_fitted, by_length, tables),
         summary={
             "threads": torch.get_num_threads(),
             "clock": clock(ctx.device)[1],
@@ -675,11 +703,15 @@ def compute(ctx: Context) -> Measurements:
             "quadratic": quadratic,
             # From which L on an encoding has no encoding of the positions (not timed there).
             "refused": refused_lengths(rows, cfg["lengths"], quadratic),
-            "ratio_len": ratio_len,
-            "pe_to_attention": ratio,
-            # Every encoding's time over attention's at every configured L (None: not timed).
+            # Every encoding's time over attention's at every configured L (the rows, with
+            # their intervals; None: not timed), and per encoding and width the length where
+            # that fraction is largest, with its interval.
             "ratio_lengths": list(cfg["lengths"]),
-            "ratios": by_length,
+            "worst_fraction": {
+                label(*k): {"workload": k[0], "d_model": k[1], **v}
+                for k, v in worst_fractions(by_length).items()
+            },
+            "pe_max_fraction": cfg["thresholds"]["pe_max_fraction"],
             "fits": fitted,
             "d_fits": d_fitted,
             "steps": steps(rows),

@@ -123,9 +123,20 @@ def bounds(fit: dict) -> str | None:
     return f"[{fit['slope_low']:.3f}, {fit['slope_high']:.3f}]"
 
 
+def fraction_text(estimate, low=None, high=None) -> str | None:
+    """A fraction of attention's time, three significant digits, with its interval when it
+    has one of non-zero width: ``0.172 [0.165, 0.18]``; None where not timed."""
+    if estimate is None:
+        return None
+    text = f"{estimate:.3g}"
+    if low is not None and high is not None and low != high:
+        text += f" [{low:.3g}, {high:.3g}]"
+    return text
+
+
 def table_slopes(m: Measurements, ctx: Context):
     times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
-    ratio = m.summary["pe_to_attention"]
+    worst = m.summary["worst_fraction"]
     columns = [
         "workload",
         "acts on",
@@ -137,7 +148,8 @@ def table_slopes(m: Measurements, ctx: Context):
         "raw slope",
         "raw slope, every L",
         "time at end (s)",
-        "time / attention",
+        "largest time / attention",
+        "at L",
     ]
     rows = [
         [
@@ -151,9 +163,11 @@ def table_slopes(m: Measurements, ctx: Context):
             f["slope_raw"],
             f["slope_every_length"],
             times[(f["workload"], f["d_model"], f["fit_to"])],
-            ratio.get(f"{f['workload']} d={f['d_model']}"),
+            fraction_text(w.get("estimate"), w.get("low"), w.get("high")),
+            w.get("length"),
         ]
         for f in m.summary["fits"]
+        for w in [worst.get(f"{f['workload']} d={f['d_model']}", {})]
     ]
     return columns, rows
 
@@ -186,22 +200,93 @@ def table_d_slopes(m: Measurements, ctx: Context):
 
 
 def table_ratios(m: Measurements, ctx: Context):
-    """One row per encoding timed and width, one column per L: its time over attention's
-    (None, shown as "—", where either was not timed at that L)."""
+    """One row per encoding timed and width, one column per L: its time over attention's with
+    its bootstrap interval (None, shown as "—", where either was not timed at that L), then
+    the length where it is largest."""
     lengths = m.summary["ratio_lengths"]
-    columns = ["encoding", "acts on", "d", *(f"L = {n}" for n in lengths)]
+    columns = ["encoding", "acts on", "d", *(f"L = {n}" for n in lengths), "largest at L"]
     by = {(r["workload"], r["d_model"], r["length"]): r for r in m.rows["ratios"]}
     pairs = dict.fromkeys((r["workload"], r["d_model"]) for r in m.rows["ratios"])
+    worst = m.summary["worst_fraction"]
     rows = [
         [
             name,
             by[(name, d, lengths[0])]["acts_on"],
             d,
-            *(by[(name, d, n)]["ratio"] for n in lengths),
+            *(
+                fraction_text(r["ratio"], r.get("ratio_low"), r.get("ratio_high"))
+                for n in lengths
+                for r in [by[(name, d, n)]]
+            ),
+            worst.get(f"{name} d={d}", {}).get("length"),
         ]
         for name, d in pairs
     ]
     return columns, rows
+
+
+def _bound(row: dict, key: str) -> float:
+    """A ratio row's interval bound, or the ratio itself where it has none."""
+    return row["ratio"] if row.get(key) is None else row[key]
+
+
+def figure_fractions(m: Measurements, ctx: Context):
+    """Each encoding's time over one attention layer's against L, log-log, one panel per
+    width, with each point's bootstrap interval and the claim's bound for the tables."""
+    import matplotlib.pyplot as plt
+
+    widths = m.summary["d_models"]
+    fig, axes = plt.subplots(
+        1,
+        len(widths),
+        figsize=(4.2 * len(widths), 4.4),
+        layout="constrained",
+        sharey=True,
+        squeeze=False,
+    )
+    ratio_rows = [r for r in m.rows["ratios"] if r["ratio"] is not None]
+    bound = m.summary["pe_max_fraction"]
+    for ax, d in zip(axes[0], widths):
+        for name in dict.fromkeys(r["workload"] for r in ratio_rows):
+            rows = sorted(
+                (r for r in ratio_rows if (r["workload"], r["d_model"]) == (name, d)),
+                key=lambda r: r["length"],
+            )
+            if not rows:
+                continue
+            y = [r["ratio"] for r in rows]
+            below = [r["ratio"] - _bound(r, "ratio_low") for r in rows]
+            above = [_bound(r, "ratio_high") - r["ratio"] for r in rows]
+            ax.errorbar(
+                [r["length"] for r in rows],
+                y,
+                yerr=[below, above],
+                ms=3,
+                lw=1,
+                capsize=2,
+                label=name,
+                **look(name),
+            )
+        ax.axhline(bound, color="grey", ls="--", lw=1)
+        ax.annotate(
+            f"tables' bound {bound:g}",
+            (0.02, bound),
+            xycoords=("axes fraction", "data"),
+            ha="left",
+            va="bottom",
+            fontsize=6,
+            color="grey",
+        )
+        ax.set(
+            xscale="log",
+            yscale="log",
+            xlabel="sequence length L",
+            title=f"d = {d}, {d // ctx.cfg['head_dim']} heads",
+        )
+        ax.grid(alpha=0.3, which="both")
+        ax.legend(fontsize=6)
+    axes[0][0].set_ylabel("encoding time / one attention layer's time")
+    return fig
 
 
 def _over(b, cache):

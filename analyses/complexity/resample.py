@@ -14,7 +14,6 @@ Pure numpy; deterministic for a given seed (posenc.stats.Bootstrap keys its draw
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 import numpy as np
 
@@ -109,19 +108,18 @@ def d_fit_intervals(d_fitted: list[dict], points: dict[Key, Resampled], level: f
 
 
 def ratio_intervals(
-    ratio_len: int | None,
-    ratio: dict[str, float],
-    points: dict[Key, Resampled],
-    level: float,
-    attention: str,
-) -> dict[str, Any]:
-    """Each encoding's time over that of the workload ``attention`` at ``ratio_len`` and the
-    same width, by label, as an interval of the resampled ratios."""
-    out = {}
-    for key, point in points.items():
-        name, d, length = key
-        label = f"{name} d={d}"
-        if label in ratio and length == ratio_len:
-            draws = point.draws / points[attention, d, length].draws
-            out[label] = _bounds(ratio[label], draws, level)
+    ratio_rows: list[dict], points: dict[Key, Resampled], level: float, attention: str
+) -> list[dict]:
+    """Each row of :func:`~.compute.ratios` (an encoding's time over one attention layer's at
+    the same width and L) with ``ratio_low`` and ``ratio_high``: the interval of the resampled
+    ratios, each resample's median over attention's. None where the ratio is."""
+    out = []
+    for r in ratio_rows:
+        key = (r["workload"], r["d_model"], r["length"])
+        att = (attention, r["d_model"], r["length"])
+        if r["ratio"] is None or key not in points or att not in points:
+            out.append({**r, "ratio_low": None, "ratio_high": None})
+            continue
+        bounds = _bounds(r["ratio"], points[key].draws / points[att].draws, level)
+        out.append({**r, "ratio_low": bounds["low"], "ratio_high": bounds["high"]})
     return out

@@ -209,9 +209,10 @@ SPEC = AnalysisSpec(
         ),
         Claim(
             "rotation.linear_offset_map",
-            "For each offset k one linear map, fitted by least squares on PE(p) → PE(p + k) "
-            "over some positions, is exact on held-out positions: a projection can learn "
-            "relative offsets from fixed sinusoidal tables ({fixed_tables}).",
+            "For each offset k a linear map PE(p) → PE(p + k) exists for the fixed sinusoidal "
+            "tables ({fixed_tables}): fitted by least squares over positions that resolve "
+            "every frequency, it is exact on held-out positions. That such a map exists is "
+            "what is tested; whether a projection learns it in training is not.",
             kind="identity",
             checks=(
                 Check(
