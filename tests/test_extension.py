@@ -1,9 +1,13 @@
 """The extension analysis: RoPE's scaling hook, the fine-tune stage (resumable to the bit), the
-aggregate's claims on hand-made records, and the config's errors."""
+continued-training control (built and run without scaling), the aggregate's claims on hand-made
+records, and the config's errors."""
 
+import copy
 import io
+import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -15,11 +19,11 @@ import torch
 import yaml
 
 from analyses.extension import compute, stages
-from analyses.extension.spec import SPEC, check_config, check_registry
+from analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
 from posenc.claims import evaluate
-from posenc.data import load_corpus
+from posenc.data import lm_batches, load_corpus
 from posenc.rope_scaling import scaled_rope
-from posenc.train import build_model
+from posenc.train import TrainConfig, build_model, train
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU = torch.device("cpu")
@@ -92,9 +96,9 @@ def run_finetune(tmp_path, resume=None, delay=0.0):
         def slow(tokens, length):
             batches = original(tokens, length)
 
-            def batch(generator, size):
+            def batch(generator, size, step=0):
                 time.sleep(delay)
-                return batches(generator, size)
+                return batches(generator, size, step)
 
             return batch
 
@@ -140,6 +144,77 @@ def test_a_killed_finetune_resumes_to_the_same_snapshots(tmp_path):
     assert not any(k.startswith("model.") for k in reference[4])  # the LM's own keys
 
 
+def test_the_control_is_plain_rope_trained_on_at_l_train(tmp_path):
+    """The continued-training control, through the fine-tune stage, is the base model trained
+    on with the same recipe and nothing else: no frequencies rescaled, windows of L_train."""
+    meta, vocab = corpus_meta(tmp_path)
+    corpus = stages.corpus_of(meta)
+    method, scale = CONTROL
+    # As the fine-tune rule builds a job's settings: no parameters exist for the plain model.
+    settings = dict(FINETUNE, method=method, scale=scale, params=CFG["params"].get(method, {}))
+    assert settings["params"] == {}
+    torch.manual_seed(0)
+    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    reference = copy.deepcopy(model)
+    assert stages.method_rope(model, method, scale, 16, {}, 16) is None
+    torch.set_num_threads(1)
+    quiet = {"device": CPU, "progress": io.StringIO(), "log": lambda *a: None}
+    snapshots, _ = stages.finetune(model, meta, settings, seed=0, label="control", **quiet)
+    assert stages.rotary(model).scaling is None  # nothing left rescaled either
+    keys = set(TrainConfig.__dataclass_fields__)
+    cfg = TrainConfig(**{k: v for k, v in FINETUNE["train"].items() if k in keys})
+    plain = train(
+        reference,
+        lm_batches(corpus.train, meta["train_len"]),
+        cfg,
+        seed=0,
+        label="plain",
+        snapshot_steps=tuple(FINETUNE["snapshots"]),
+        **quiet,
+    )["snapshots"]
+    assert sorted(snapshots) == sorted(plain) == FINETUNE["snapshots"]
+    for step, weights in plain.items():
+        for name, value in weights.items():
+            assert torch.equal(snapshots[step][name], value), (step, name)
+    # ... and the check can fail: the same recipe with PI at s = 2 trains another model.
+    torch.manual_seed(0)
+    other = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    stretched, _ = stages.finetune(
+        other, meta, dict(FINETUNE, method="pi", params={}), seed=0, label="pi", **quiet
+    )
+    last = max(FINETUNE["snapshots"])
+    assert not all(torch.equal(stretched[last][k], v) for k, v in plain[last].items())
+
+
+def test_the_rules_fine_tune_and_evaluate_one_control_a_seed(tmp_path):
+    """A dry run of the aggregate: one continued-training fine-tune and evaluation per base
+    model (not per scale), from the models the extension already takes as input."""
+    from test_extrapolation import jobs
+    from workflow_utils import copy_workflow, snakemake
+
+    work = copy_workflow(tmp_path / "wf")
+    config = yaml.safe_load((work / "config/test.yaml").read_text())
+    seeds = config["extrapolation"]["lm"]["seeds"]
+    out = snakemake(
+        work, "results/extension/metrics.json", "-n", "--configfile", "config/test.yaml"
+    ).stdout
+    assert {"extension_finetune", "extension_evaluate", "extension"} <= jobs(out)
+    control = "results/extension/{}/rope/plain/s1/seed{}"
+    for seed in seeds:
+        for path in (
+            control.format("finetune", seed) + "/snapshots.pt",
+            control.format("finetune", seed) + "/train_log.json",
+            control.format("eval/finetune", seed) + ".json",
+        ):
+            assert path in out, path
+    fine_tunes = re.findall(r"output: (results/extension/finetune/\S+)/snapshots.pt", out)
+    scales = config["extension"]["finetune"]["scales"]
+    assert len(fine_tunes) == len(seeds) * (1 + len(config["extension"]["methods"]) * len(scales))
+    assert sum("/plain/" in f for f in fine_tunes) == len(seeds)
+    base = "results/extrapolation/models/lm/rope/seed{}/model.pt"
+    assert all(base.format(seed) in out for seed in seeds)
+
+
 def record_rows(bits_by_key):
     """Zero-shot rows from {(method, scale, multiplier): bits}, four windows each."""
     rows = []
@@ -160,13 +235,77 @@ def record_rows(bits_by_key):
 
 
 CFG = yaml.safe_load((ROOT / "config/config.yaml").read_text())["extension"]
+CLAIMS = {
+    "scale_one_is_plain",
+    "dynamic_plain_within_train",
+    "pi_recovers_with_finetuning",
+    "yarn_zero_shot_beats_pi_and_ntk",
+    "yarn_finetunes_faster",
+    "finetuned_beats_continued_training",
+    "yarn_finetuned_below_continued_training",
+}
 
 
-def hand_made(yarn_zero_shot=2.3, pi_after=2.02, yarn_first=2.2, pi_first=2.4):
+def plain_bits(m):
+    """The hand-made plain model at m x L_train: worse past L_train (RoPE does not extrapolate)."""
+    return 2.0 + 0.2 * (m - 1)
+
+
+def tuned_record(seed, method, scale, bits_at):
+    """A fine-tune's evaluation record; ``bits_at(step, multiplier)`` the bits of every window."""
+    rows = [
+        {
+            "step": step,
+            "multiplier": m,
+            "length": 128 * m,
+            "window_bits": [bits_at(step, m)] * 4,
+            "defined": True,
+        }
+        for step in [0, *CFG["finetune"]["snapshots"]]
+        for m in sorted({scale, *CFG["finetune"]["eval_multipliers"]})
+        if m >= scale
+    ]
+    return {
+        "encoding": "rope",
+        "seed": seed,
+        "method": method,
+        "scale": scale,
+        "device": "cpu",
+        "rows": rows,
+    }
+
+
+def hand_made(
+    yarn_zero_shot=2.3,
+    pi_after=2.0,
+    yarn_first=2.0,
+    pi_first=2.4,
+    yarn_after=1.9,
+    control_gain=0.03,
+    method_gain_past_train=None,
+):
+    """Aggregate and judge hand-made records. Every method fine-tunes from 2.6 at s x L_train
+    (YaRN from ``yarn_zero_shot``) down to ``pi_after`` (YaRN to ``yarn_after``); the
+    continued-training control falls by ``control_gain`` over the fine-tune, linearly in the
+    steps, at every length."""
     zs, tuned, logs, timings = [], [], [], {}
     model = {"rotated_width": 16, "base": 10000.0, "train_len": 128}
+    last = max(CFG["finetune"]["snapshots"])
+    runs = [(m, s) for m in CFG["methods"] for s in CFG["finetune"]["scales"]]
+
+    def method_bits(method, step):
+        value = {0: 2.6, 50: 2.3, 100: 2.1, last: pi_after}[step]
+        if method == "yarn":
+            value = {0: yarn_zero_shot, 50: yarn_first, last: yarn_after}.get(step, value)
+        if method == "pi" and step == 50:
+            value = pi_first
+        return value
+
+    def control_bits(step, m):
+        return plain_bits(m) - control_gain * step / last
+
     for seed in (0, 1):
-        bits = {("plain", 1, m): 2.0 + 0.2 * (m - 1) for m in CFG["zero_shot"]["multipliers"]}
+        bits = {("plain", 1, m): plain_bits(m) for m in CFG["zero_shot"]["multipliers"]}
         for method in CFG["methods"]:
             for m in CFG["zero_shot"]["multipliers"]:
                 value = 2.0 if m == 1 else 2.6
@@ -183,46 +322,22 @@ def hand_made(yarn_zero_shot=2.3, pi_after=2.02, yarn_first=2.2, pi_first=2.4):
                 "rows": record_rows(bits),
             }
         )
-        for method in CFG["methods"]:
-            for s in CFG["finetune"]["scales"]:
-                rows = []
-                for step in [0, *CFG["finetune"]["snapshots"]]:
-                    value = {0: 2.6, 50: 2.3, 100: 2.1, 200: pi_after}[step]
-                    if method == "yarn":
-                        value = {0: yarn_zero_shot, 50: yarn_first}.get(step, value)
-                    if method == "pi" and step == 50:
-                        value = pi_first
-                    for m in CFG["finetune"]["eval_multipliers"]:
-                        if m >= s:
-                            rows.append(
-                                {
-                                    "step": step,
-                                    "multiplier": m,
-                                    "length": 128 * m,
-                                    "window_bits": [value] * 4,
-                                    "defined": True,
-                                }
-                            )
-                tuned.append(
-                    {
-                        "encoding": "rope",
-                        "seed": seed,
-                        "method": method,
-                        "scale": s,
-                        "device": "cpu",
-                        "rows": rows,
-                    }
-                )
-                log = {
-                    "encoding": "rope",
-                    "method": method,
-                    "scale": s,
-                    "seed": seed,
-                    "device": "cpu",
-                    "log": {"losses": [2.0, 1.5]},
-                }
-                logs.append(log)
-                timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
+        for method, s in runs:
+            tuned.append(
+                tuned_record(seed, method, s, lambda step, m, x=method: method_bits(x, step))
+            )
+        tuned.append(tuned_record(seed, *CONTROL, control_bits))
+        for method, s in [*runs, CONTROL]:
+            log = {
+                "encoding": "rope",
+                "method": method,
+                "scale": s,
+                "seed": seed,
+                "device": "cpu",
+                "log": {"losses": [2.0, 1.5]},
+            }
+            logs.append(log)
+            timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
     m = compute.aggregate(zs, tuned, logs, timings, CFG, {"level": 0.95, "resamples": 200})
     ledger = evaluate(SPEC.claims, m.evidence, CFG, SPEC.id)
     return m, {c["id"].split(".", 1)[1]: c for c in ledger}
@@ -230,13 +345,10 @@ def hand_made(yarn_zero_shot=2.3, pi_after=2.02, yarn_first=2.2, pi_first=2.4):
 
 def test_claims_pass_and_fail_from_the_numbers():
     m, claims = hand_made()
-    assert {k: c["verdict"] for k, c in claims.items()} == {
-        "scale_one_is_plain": "pass",
-        "dynamic_plain_within_train": "pass",
-        "pi_recovers_with_finetuning": "pass",
-        "yarn_zero_shot_beats_pi_and_ntk": "pass",
-        "yarn_finetunes_faster": "pass",
-    }, {k: c["measured"] for k, c in claims.items()}
+    assert set(claims) == CLAIMS  # the ids are a contract
+    assert {k: c["verdict"] for k, c in claims.items()} == dict.fromkeys(CLAIMS, "pass"), {
+        k: c["measured"] for k, c in claims.items()
+    }
     # The contract rows: one per method and scale, every field named.
     rows = m.exports["frequencies"]
     assert {(r["method"], r["scale"]) for r in rows} >= {("yarn", 2), ("llama3", 16), ("pi", 1)}
@@ -251,10 +363,74 @@ def test_claims_pass_and_fail_from_the_numbers():
         "attention_factor",
     }
     assert all(len(r["inv_freq"]) == 8 for r in rows)
-    _, claims = hand_made(yarn_zero_shot=2.7, pi_after=2.3, yarn_first=2.5)
+    _, claims = hand_made(yarn_zero_shot=2.7, pi_after=2.3, yarn_first=2.6)
     assert claims["yarn_zero_shot_beats_pi_and_ntk"]["verdict"] == "fail"
-    assert claims["pi_recovers_with_finetuning"]["verdict"] == "fail"  # 0.3 above plain
+    assert claims["pi_recovers_with_finetuning"]["verdict"] == "fail"  # 0.3 above the control
     assert claims["yarn_finetunes_faster"]["verdict"] == "fail"
+
+
+def test_a_gain_that_continued_training_gives_is_not_the_methods():
+    # PI falls from 2.6 to 2.0 over the fine-tune; so does the control, at L_train.
+    _, claims = hand_made(control_gain=0.6)
+    pi = claims["pi_recovers_with_finetuning"]
+    assert pi["verdict"] == "fail"
+    assert set(pi["outcomes"]["pi_finetune_gain"].values()) == {"fail"}
+    gains = pi["measured"][
+        "PI's fall in bits/char over the fine-tune minus the continued-"
+        "training control's (no scaling, at L_train)"
+    ]
+    assert all(abs(g["estimate"]) < 1e-9 for g in gains.values()), gains
+    # PI's own fall, 0.6, would have passed; the control's is shown beside the check.
+    last = max(CFG["finetune"]["snapshots"])
+    assert abs(pi["measured"]["control gain"][f"{last} steps"]["estimate"] - 0.6) < 1e-9
+    # PI recovered to the plain model at L_train, not to the control, which kept learning.
+    assert set(pi["outcomes"]["pi_recovery_gap"].values()) == {"fail"}
+    # YaRN below the plain model at L_train (1.9 < 2.0) but level with the control: not passed.
+    _, claims = hand_made(yarn_after=2.0 - 0.1, control_gain=0.1)
+    assert claims["yarn_finetuned_below_continued_training"]["verdict"] == "fail"
+    # The control past L_train as good as the methods there: what they add is not shown.
+    _, claims = hand_made(control_gain=0.8)  # 2.6 - 0.8 at 4x, below 2.0 or 1.9
+    assert claims["finetuned_beats_continued_training"]["verdict"] == "fail"
+
+
+def test_a_zero_shot_head_start_is_not_faster_fine_tuning():
+    # The referee's case: YaRN starts at 2.3, below PI after its first steps (2.4), and stays
+    # ahead (2.2 < 2.4) while falling by 0.1 to PI's 0.2. Levels would call it faster.
+    _, claims = hand_made(yarn_zero_shot=2.3, yarn_first=2.2, pi_first=2.4)
+    faster = claims["yarn_finetunes_faster"]
+    assert faster["verdict"] == "fail"
+    lead = faster["measured"][
+        "YaRN's fall in bits/char over the first fine-tuning steps minus PI's"
+    ]
+    assert all(abs(v["estimate"] - (0.1 - 0.2)) < 1e-9 for v in lead.values()), lead
+    assert all(
+        abs(v["estimate"] - 0.3) < 1e-9 for v in faster["measured"]["yarn head start"].values()
+    )
+    # Falling faster from a lower start passes: 2.3 -> 2.0 against PI's 2.6 -> 2.4.
+    _, claims = hand_made(yarn_zero_shot=2.3, yarn_first=2.0, pi_first=2.4)
+    assert claims["yarn_finetunes_faster"]["verdict"] == "pass"
+
+
+def test_the_control_is_in_the_finetune_table_and_figure():
+    import matplotlib.pyplot
+
+    from analyses.extension import present
+
+    m, _ = hand_made()
+    columns, rows = present.table_finetune(m, None)
+    assert "1x" in columns  # the control's own length
+    control = [r for r in rows if r[1] == "continued training, no scaling"]
+    assert [r[2:4] for r in control] == [[1, step] for step in m.summary["steps"]]
+    one = columns.index("1x")
+    assert all(r[one] == "—" for r in rows if r not in control)
+    assert all(r[one] != "undefined" for r in control)
+    figure = present.figure_finetune(m, None)
+    for ax in figure.axes:
+        labels = ax.get_legend_handles_labels()[1]
+        assert "continued training, no scaling (at L_train)" in labels, labels
+    matplotlib.pyplot.close(figure)
+    _, training = present.table_training(m, None)
+    assert sum(r[1] == "continued training, no scaling" for r in training) == 2  # one a seed
 
 
 def default_config():
@@ -325,15 +501,30 @@ def test_changing_evaluation_never_fine_tunes_again(tmp_path):
 
     work = copy_workflow(tmp_path / "wf")
     target = "results/extension/eval/finetune/rope/pi/s2/seed0.json"
-    base = [target, "--cores", "1", "--configfile", "config/test.yaml"]
+    control = "results/extension/eval/finetune/rope/plain/s1/seed0.json"
+    base = [target, control, "--cores", "1", "--configfile", "config/test.yaml"]
     snakemake(work, *base, timeout=600)
     assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
+
+    # The control ran the methods' recipe, unscaled at s = 1, and is scored at L_train too.
+    def recipe(method, scale):
+        path = work / f"results/extension/finetune/rope/{method}/s{scale}/seed0/snapshots.pt"
+        return torch.load(path, weights_only=True)["finetune"]
+
+    assert recipe("plain", 1) == recipe("pi", 2) | {"method": "plain", "scale": 1, "params": {}}
+    rows = json.loads((work / control).read_text())["rows"]
+    test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())["extension"]
+    finetune = test_cfg["finetune"]
+    assert {(r["step"], r["multiplier"]) for r in rows} == {
+        (step, m)
+        for step in [0, *finetune["snapshots"]]
+        for m in sorted({1, *finetune["eval_multipliers"]})
+    }
 
     def dry_run(name, override):
         (work / name).write_text(yaml.safe_dump({"extension": override}))
         return jobs(snakemake(work, *base, name, "-n").stdout)
 
-    test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())["extension"]
     longer = dict(test_cfg["finetune"], eval_multipliers=[2, 4, 8])
     assert dry_run("eval.yaml", {"finetune": longer}) == {"extension_evaluate"}
     # ... while a fine-tuning setting does fine-tune again: the check above can fail.

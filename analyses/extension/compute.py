@@ -4,8 +4,10 @@ frequencies, from ``posenc.rope_scaling``, published for anyone to check.
 Every mean comes with a two-level bootstrap interval (``posenc.stats``), over the base models'
 seeds and, within each, the evaluation windows. Every model here descends from one base model
 per seed and every evaluation scores the same windows (mode b), so all comparisons (between
-methods, steps, lengths) resample both jointly: they are paired. This module measures; the
-claims (spec.py) judge.
+methods, steps, lengths) resample both jointly: they are paired. The continued-training control
+(spec.CONTROL: plain RoPE fine-tuned at s = 1) is one more fine-tune among them, and every gain
+or level a claim credits to a fine-tuned method is measured against it after as many steps.
+This module measures; the claims (spec.py) judge.
 """
 
 from collections import defaultdict
@@ -17,6 +19,8 @@ from posenc.analysis import Context, Measurements
 from posenc.io import read_json
 from posenc.rope_scaling import rope_inv_freq, scaled_rope, yarn_rounding_gap
 from posenc.stats import Bootstrap, Resampled
+
+from .spec import CONTROL
 
 PLAIN = "plain"
 DEFAULT_INTERVALS = {"level": 0.95, "resamples": 2000}
@@ -144,6 +148,16 @@ def aggregate(
     def ft(e, method, s, step, m):
         return scores.get("ft", e, method, s, step, m)
 
+    def control(e, step, m=1):  # the continued-training control; at L_train unless m says
+        return ft(e, *CONTROL, step, m)
+
+    def fall(e, method, s, step, m):  # a fine-tune's fall in bits/char from its step 0 to step
+        before, after = ft(e, method, s, 0, m), ft(e, method, s, step, m)
+        return before - after if before and after else None
+
+    def differ(a, b):  # a - b as an interval, None where either is missing
+        return ci(a - b) if a and b else None
+
     def by(e, key: str) -> str:  # one encoding: "2x"; several: "rope 2x"
         return key if len(encodings) == 1 else f"{e} {key}"
 
@@ -200,19 +214,26 @@ def aggregate(
     for name in list(ev):  # an identity nothing measured is missing, not a pass
         if isinstance(ev[name], dict):
             ev[name] = {k: v for k, v in ev[name].items() if v is not None}
-    last = snapshots[-1]
+    last, first = snapshots[-1], snapshots[0]
+    # What continued training alone gives: the control's fall at L_train, where it trains.
+    ev["control_gain"] = {
+        by(e, f"{step} steps"): ci(fall(e, *CONTROL, step, 1))
+        for e in encodings
+        for step in snapshots
+        if fall(e, *CONTROL, step, 1)
+    }
     if "pi" in methods:
+        # PI's fall over the fine-tune at s x L_train, less the control's over as many steps.
         ev["pi_finetune_gain"] = {
-            by(e, f"{s}x"): ci(ft(e, "pi", s, 0, s) - ft(e, "pi", s, last, s))
+            by(e, f"{s}x"): ci(fall(e, "pi", s, last, s) - fall(e, *CONTROL, last, 1))
             for e in encodings
             for s in scales
-            if ft(e, "pi", s, 0, s) and ft(e, "pi", s, last, s)
+            if fall(e, "pi", s, last, s) and fall(e, *CONTROL, last, 1)
         }
         ev["pi_recovery_gap"] = {
-            by(e, f"{s}x"): ci(ft(e, "pi", s, last, s) - zs(e, PLAIN, 1, 1))
+            by(e, f"{s}x"): differ(ft(e, "pi", s, last, s), control(e, last))
             for e in encodings
             for s in scales
-            if ft(e, "pi", s, last, s) and zs(e, PLAIN, 1, 1)
         }
     if "yarn" in methods:
         ev["yarn_zero_shot_lead"] = {
@@ -226,22 +247,56 @@ def aggregate(
             if other in methods
         }
         if "pi" in methods:
-            first = snapshots[0]
-            ev["yarn_finetune_lead"] = {
-                by(e, f"{s}x"): ci(ft(e, "pi", s, first, s) - ft(e, "yarn", s, first, s))
+            # Speed net of the head start: each method's fall from its own step 0 (spec.py).
+            ev["yarn_finetune_gain_lead"] = {
+                by(e, f"{s}x"): ci(fall(e, "yarn", s, first, s) - fall(e, "pi", s, first, s))
+                for e in encodings
+                for s in scales
+                if fall(e, "yarn", s, first, s) and fall(e, "pi", s, first, s)
+            }
+            ev["yarn_head_start"] = {
+                by(e, f"{s}x"): differ(ft(e, "pi", s, 0, s), ft(e, "yarn", s, 0, s))
                 for e in encodings
                 for s in scales
             }
+        ev["yarn_continued_gap"] = {
+            by(e, f"{s}x"): differ(control(e, last), ft(e, "yarn", s, last, s))
+            for e in encodings
+            for s in scales
+        }
+    # Every fine-tune's fall from its own step 0, at the length it fine-tunes at.
+    arms = [(x, x, scales) for x in methods] + [("continued training", CONTROL[0], [CONTROL[1]])]
+    ev["finetune_gains"] = {
+        by(e, name): {
+            f"{s}x {step} steps": ci(fall(e, method, s, step, s))
+            for s in arm_scales
+            for step in snapshots
+            if fall(e, method, s, step, s)
+        }
+        for e in encodings
+        for name, method, arm_scales in arms
+    }
+    # At s x L_train after the same steps: the control is plain RoPE there, past its length.
+    ev["continued_training_lead"] = {
+        method: {
+            by(e, f"{s}x"): differ(control(e, last, s), ft(e, method, s, last, s))
+            for e in encodings
+            for s in scales
+        }
+        for method in methods
+    }
     # The first fine-tuning step at which a method's loss at s x L_train is at or below the
-    # plain model's at L_train (by estimate); None: not within the fine-tune.
-    ev["steps_to_plain"] = {
+    # continued-training control's at L_train after as many steps (by estimate); None: not
+    # within the fine-tune. Step 0's control is the plain model itself.
+    ev["steps_to_control"] = {
         by(e, method): {
             f"{s}x": next(
                 (
                     step
                     for step in steps
                     if ft(e, method, s, step, s)
-                    and ft(e, method, s, step, s).point <= zs(e, PLAIN, 1, 1).point
+                    and control(e, step)
+                    and ft(e, method, s, step, s).point <= control(e, step).point
                 ),
                 None,
             )
@@ -250,6 +305,15 @@ def aggregate(
         for e in encodings
         for method in methods
     }
+    for name in ("pi_recovery_gap", "yarn_head_start", "yarn_continued_gap"):
+        if name in ev:  # a comparison nothing measured is missing, not a pass
+            ev[name] = {k: v for k, v in ev[name].items() if v is not None}
+    for name in ("continued_training_lead", "finetune_gains"):  # nor is an empty mapping
+        ev[name] = {
+            key: inner
+            for key, values in ev[name].items()
+            if (inner := {k: v for k, v in values.items() if v is not None})
+        }
 
     zs_cells = [
         {
@@ -277,10 +341,9 @@ def aggregate(
             **(ci(ft(e, method, s, step, m)) or {"defined": False}),
         }
         for e in encodings
-        for method in methods
-        for s in scales
+        for method, s in [CONTROL, *((method, s) for method in methods for s in scales)]
         for step in steps
-        for m in ft_multipliers
+        for m in sorted({s, *ft_multipliers})
         if m >= s
     ]
     freq_scales = sorted({*multipliers, *scales})
@@ -310,6 +373,7 @@ def aggregate(
         "scales": scales,
         "multipliers": multipliers,
         "finetune_multipliers": ft_multipliers,
+        "control": {"method": CONTROL[0], "scale": CONTROL[1]},
         "steps": steps,
         "train_len": train_len,
         "head_dim": model["rotated_width"],

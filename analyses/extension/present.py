@@ -8,6 +8,12 @@ from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
 from posenc.plotting import style
 
+from .spec import CONTROL
+
+# What the continued-training control is called wherever a reader sees it.
+CONTROL_LABEL = "continued training, no scaling"
+CONTROL_LOOK = ("0.35", "o", "-")
+
 # One look per method: colour-blind-safe colours, distinct markers and line styles.
 LOOKS = {
     "pi": ("tab:orange", "s", "--"),
@@ -26,6 +32,11 @@ def _look(method: str, encoding: str) -> tuple[str, str, Any]:
 
 
 cell = interval_text  # the estimate [interval], or 'undefined'
+
+
+def _arm(method: str, scale: int) -> str:
+    """A fine-tune's name for a reader: its method, or the control's label."""
+    return CONTROL_LABEL if (method, scale) == CONTROL else method
 
 
 def _band(ax, xs, cells, color, marker, ls, label):
@@ -86,11 +97,6 @@ def figure_finetune(m: Measurements, ctx: Context):
     s = m.summary
     panels = [(e, x) for e in s["encodings"] for x in s["scales"]]
     fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-    plain = {
-        c["encoding"]: c
-        for c in s["zero_shot"]
-        if c["method"] == "plain" and c["multiplier"] == 1 and c["mode"] == "segment"
-    }
     for ax, (e, scale) in zip(axes[0], panels):
         for method in s["methods"]:
             cells = [
@@ -105,14 +111,18 @@ def figure_finetune(m: Measurements, ctx: Context):
             if cells:
                 color, marker, ls = _look(method, e)
                 _band(ax, [c["step"] for c in cells], cells, color, marker, ls, method)
-        if plain.get(e, {}).get("estimate") is not None:
-            ax.axhline(
-                plain[e]["estimate"],
-                color="0.5",
-                lw=0.9,
-                ls="--",
-                label=f"{e} at L_train, no scaling",
-            )
+        # The control at L_train, where it trains: what the same steps give without extension.
+        control = [
+            c
+            for c in s["finetune"]
+            if c["encoding"] == e
+            and (c["method"], c["scale"]) == CONTROL
+            and c["multiplier"] == CONTROL[1]
+            and c.get("estimate") is not None
+        ]
+        if control:
+            steps = [c["step"] for c in control]
+            _band(ax, steps, control, *CONTROL_LOOK, f"{CONTROL_LABEL} (at L_train)")
         ax.set_xlabel("fine-tuning steps")
         ax.set_ylabel(f"bits/char at {scale} x L_train (mode b)")
         ax.set_title(f"{e}, s = {scale} (L = {scale * s['train_len']})", fontsize=10)
@@ -139,17 +149,19 @@ def table_zero_shot(m: Measurements, ctx: Context):
 
 
 def table_finetune(m: Measurements, ctx: Context):
+    """The control's rows first (it is scored at L_train too), then each method's."""
     s = m.summary
-    multipliers = s["finetune_multipliers"]
+    multipliers = sorted({CONTROL[1], *s["finetune_multipliers"]})
     columns = ["encoding", "method", "s", "step", *[f"{k}x" for k in multipliers]]
     index = {
         (c["encoding"], c["method"], c["scale"], c["step"], c["multiplier"]): c
         for c in s["finetune"]
     }
+    arms = [CONTROL, *((method, scale) for method in s["methods"] for scale in s["scales"])]
     rows = [
         [
             e,
-            method,
+            _arm(method, scale),
             scale,
             step,
             *[
@@ -158,8 +170,7 @@ def table_finetune(m: Measurements, ctx: Context):
             ],
         ]
         for e in s["encodings"]
-        for method in s["methods"]
-        for scale in s["scales"]
+        for method, scale in arms
         for step in s["steps"]
     ]
     return columns, rows
@@ -218,7 +229,7 @@ def table_training(m: Measurements, ctx: Context):
     rows = [
         [
             t["encoding"],
-            t["method"],
+            _arm(t["method"], t["scale"]),
             t["scale"],
             t["seed"],
             t["device"],

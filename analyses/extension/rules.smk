@@ -2,7 +2,11 @@
 # aggregate (rules/analyses.smk): a short fine-tune per (encoding, method, scale, seed), its own
 # cached and resumable output, and evaluations, which read models and never train: changing an
 # evaluation setting re-evaluates only, changing a fine-tune setting fine-tunes only.
+# The continued-training control is one more arm of the same rules: method "plain" (no scaling,
+# as stages.method_rope reads it) at s = 1, i.e. the base model trained on with the same recipe
+# on windows of L_train (the aggregate asks for it: spec.CONTROL).
 EXT = config["extension"]
+EXT_ARMS = [*EXT["methods"], "plain"]
 EXT_LM = config["extrapolation"]["lm"]
 EXT_RESOURCES = config["extrapolation"]["resources"]
 EXT_BASE_MODEL = "results/extrapolation/models/lm/{encoding}/seed{seed}/model.pt"
@@ -15,7 +19,7 @@ EXT_EVALUATE_CODE = code_digest(EXT_EVALUATE_SCRIPT, with_plugins=False)
 
 
 wildcard_constraints:
-    method="|".join(EXT["methods"]),
+    method="|".join(EXT_ARMS),
     scale=r"\d+",
 
 

@@ -3,7 +3,8 @@ extrapolation section scores it (``posenc.evaluate.bits_per_char``), with the se
 ending at the same places in every evaluation, so every comparison is paired by window.
 
 * :func:`zero_shot`: the trained model, plain and with each method at s = L / L_train;
-* :func:`evaluate_finetuned`: a fine-tune's snapshots, with its method at its scale.
+* :func:`evaluate_finetuned`: a fine-tune's snapshots, with its method at its scale (the
+  continued-training control's: plain RoPE at s = 1).
 
 Apart from the fine-tuning in ``stages.py``: the fine-tunes do not import the evaluation code,
 so a change to it re-evaluates and never fine-tunes again.
@@ -89,17 +90,19 @@ def evaluate_finetuned(
     device: torch.device,
 ) -> list[dict[str, Any]]:
     """Rows (step, multiplier, length, bits ...) of a fine-tune: the base model (step 0) and
-    every snapshot, with the fine-tune's method at its scale s, at every length of the
-    fine-tuning evaluation from s x L_train on (mode b)."""
+    every snapshot, with the fine-tune's method at its scale s, at s x L_train, where it was
+    fine-tuned, and at every length of the fine-tuning evaluation beyond (mode b). The
+    continued-training control (plain, s = 1) is so scored at L_train too."""
     corpus, train_len = corpus_of(meta), meta["train_len"]
     ends = _segment_ends(corpus, train_len, settings)
     method, scale = finetune["method"], finetune["scale"]
     base = {k: v.clone() for k, v in model.state_dict().items()}
+    multipliers = sorted({scale, *(m for m in settings["finetune_multipliers"] if m >= scale)})
     rows = []
     for step, weights in [(0, base), *sorted(snapshots.items())]:
         model.load_state_dict(weights)
         model.eval()
-        for m in (m for m in settings["finetune_multipliers"] if m >= scale):
+        for m in multipliers:
             length = m * train_len
             scaled = method_rope(model, method, scale, train_len, finetune["params"], length)
             with rescaled(model, scaled):
