@@ -17,22 +17,83 @@ from typing import Any
 from posenc.analysis import CardColumn
 from posenc.claims import is_interval
 
-# Cell colours by verdict: the claim holds for that encoding, fails, the evidence cannot decide
-# it (an interval straddles the threshold), or there is no verdict (no claim judges the
-# number, or the claim does not cover that encoding).
+# What a cell's colour says: whether the encoding has the column's property, as the claim
+# that judges the cell found. Green only ever marks a property that holds: a claim that
+# asserts an encoding *lacks* it (positions that collide in bfloat16) and holds is a weakness
+# confirmed, in its own colour. A claim that fails is red, whichever way it pointed. The
+# page's stylesheet gives the table the same colours (report_templates/style.css, .card-*).
+OUTCOMES = ("holds", "lacks", "fail", "inconclusive", "none", "missing")
 COLOURS = {
-    "pass": "#d4edda",
-    "fail": "#f8d7da",
-    "inconclusive": "#fff3cd",
-    None: "#eceff1",
+    "holds": "#cfe8d5",
+    "lacks": "#fde0c2",
+    "fail": "#f5c2c7",
+    "inconclusive": "#e4d9f2",
+    "none": "#eceff1",
     "missing": "#ffffff",
 }
-VERDICT_WORDS = {
-    "pass": "holds",
-    "fail": "fails",
-    "inconclusive": "inconclusive",
-    None: "no verdict",
+OUTCOME_WORDS = {
+    "holds": "has the property: its claim holds",
+    "lacks": "lacks the property, as its claim says",
+    "fail": "its claim fails",
+    "inconclusive": "inconclusive: the evidence cannot decide",
+    "none": "no verdict: no claim judges it, or none could be tested",
+    "missing": "not measured",
 }
+
+# The claims whose verdict on an entry of this evidence says the encoding lacks the property
+# its card column names, (claim, evidence judged). Every other claim on the card asserts the
+# property (equivariance broken, shift invariance, a linear offset map): its pass means it
+# holds. The analyses' columns do not declare this yet, so the card keeps it here.
+ASSERTS_ABSENCE = frozenset(
+    {
+        # "Most positions collide" under the column "distinct to L, bfloat16".
+        ("aliasing.low_precision_collapse", "collapse_distinct_fraction"),
+        # Absolute encodings change under a shift, under the column "shift invariance".
+        ("equivariance.relative_shift_invariance", "absolute_shift_weakest"),
+    }
+)
+
+# The unit of each number that shares a column with numbers in another unit (a column that
+# reads two evidence paths, or routes each encoding to its own), so that each such cell names
+# its unit: (section, evidence path) -> (unit, factor the value is shown multiplied by).
+UNITS = {
+    ("equivariance", "relative_shift_ulps"): ("ε", 1),
+    ("equivariance", "absolute_shift_weakest"): ("%", 100),
+    ("rotation", "offset_map_over_bound"): ("× bound", 1),
+    ("rotation", "learned_min_error"): ("%", 100),
+    ("conformance", "rope_over_bound"): ("× bound", 1),
+    ("conformance", "sinusoidal_over_bound"): ("× bound", 1),
+    ("conformance", "alibi_max_ulps"): ("ulp", 1),
+    ("conformance", "t5_mismatches"): ("buckets", 1),
+}
+UNIT_WORDS = {
+    "ε": "ε, the machine epsilon of the dtype",
+    "%": "%, a relative change or error in per cent",
+    "× bound": "× bound, a multiple of the rounding bound the section derives (≤ 1: rounding)",
+    "ulp": "ulp, units in the last place",
+    "buckets": "buckets, T5 buckets that differ from the formula",
+}
+
+# Columns whose note the card replaces with the definition of the claim that judges them:
+# the number is that claim's measurement, so the claim's definition is the one that holds.
+# (section, first evidence path) -> note and a sentence for the card's caption; braces take
+# the evidence's scalars and {expected}, the claim's expected text.
+DEFINITIONS = {
+    ("similarity", "monotone_reach"): {
+        "note": "how far the positional similarity keeps falling with the offset before it "
+        "first rises: the first offset at which it does not fall, in half periods π/ω_max of "
+        "the fastest wave (ω_max = {omega_max}), as its claim counts it",
+        "caption": "“Near above far” is counted in half periods π/ω_max of the fastest wave "
+        "(ω_max = {omega_max}), as its claim counts it ({expected}).",
+    },
+}
+
+
+def outcome(verdict: str | None, asserts_absence: bool = False) -> str:
+    """A cell's colour (:data:`OUTCOMES`) from its claim's verdict on the encoding."""
+    if verdict == "pass":
+        return "lacks" if asserts_absence else "holds"
+    return "none" if verdict is None else verdict
 
 
 class _Scalars(dict):
@@ -76,15 +137,40 @@ def cell_text(value: Any) -> str:
     return str(value)
 
 
+def _number(value: Any, factor: float, unit: str) -> str:
+    """A cell's number in its unit: a fraction shown in per cent is multiplied first."""
+    if is_interval(value):
+        value = value["estimate"]
+    if factor != 1 and isinstance(value, (int, float)) and not isinstance(value, bool):
+        value = value * factor
+    text = cell_text(value)
+    return text + "%" if unit == "%" and text != "—" else text
+
+
 def cell(
-    column: CardColumn, evidence: Mapping[str, Any], ledger: Mapping[str, dict], encoding: str
+    column: CardColumn,
+    evidence: Mapping[str, Any],
+    ledger: Mapping[str, dict],
+    encoding: str,
+    section: str = "",
 ) -> dict[str, Any]:
-    """One encoding's cell of ``column``: its value, text and verdict (None: none given)."""
+    """One encoding's cell of ``column``: its value; its number as shown and the unit it is
+    in, where its column mixes units (:data:`UNITS`), and both as one ``text``; its claim's
+    ``verdict`` (None: none given; "missing": not measured) and the ``outcome`` its colour
+    shows (:func:`outcome`)."""
+    missing = {
+        "value": None,
+        "number": "—",
+        "unit": "",
+        "text": "—",
+        "verdict": "missing",
+        "outcome": "missing",
+    }
     values = _scalars(evidence, encoding)
     if column.routes:
         route = next((r for r in column.routes if r[0] == encoding), None)
         if route is None:
-            return {"value": None, "text": "—", "verdict": "missing"}
+            return missing
         _, path, key, claim = route
         column = CardColumn(column.label, (path,), key=key, claim=claim)
     key = column.key.format_map(values)
@@ -95,89 +181,204 @@ def cell(
             path = candidate
             break
     if path is None:
-        return {"value": None, "text": "—", "verdict": "missing"}
+        return missing
     verdict = None
+    judged = column.judged or path
     entry = ledger.get(column.claim) if column.claim else None
     if entry is not None:
-        judged = column.judged or path
         judged_key = (column.judged_key or column.key).format_map(values)
         # An outcome is kept per top-level entry of the evidence mapping.
         verdict = entry.get("outcomes", {}).get(judged, {}).get(judged_key.split(".")[0])
-    return {"value": value, "text": cell_text(value), "verdict": verdict}
+    unit, factor = UNITS.get((section, path), ("", 1))
+    number = _number(value, factor, unit)
+    text = f"{number} {unit}" if unit and unit != "%" else number
+    return {
+        "value": value,
+        "number": number,
+        "unit": "" if unit == "%" else unit,
+        "text": text,
+        "verdict": verdict,
+        "outcome": outcome(verdict, (column.claim, judged) in ASSERTS_ABSENCE),
+    }
+
+
+def _fill(text: str, scalars: Mapping[str, Any], **more: str) -> str:
+    """``text`` with the evidence's scalars (numbers written short: 1.0 as 1) in braces."""
+    shown = {k: f"{v:g}" if isinstance(v, float) else v for k, v in scalars.items()}
+    return text.format_map(_Scalars({**shown, **more}))
 
 
 def build(
     sections: list[dict[str, Any]], encodings: list[str], meta: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, Any]:
     """The card's data. ``sections``: in report order, each ``{"id", "title", "columns"
-    (CardColumn list), "evidence" (its metrics.json evidence), "ledger" (its claims)}``;
+    (CardColumn list), "evidence" (its metrics.json evidence), "ledger" (its claims)}`` and
+    optionally "summary" (its metrics.json summary, whose scalars labels may name);
     ``encodings``: the rows, in the config's order; ``meta``: each encoding's registry
     metadata, of which the card shows its summary and its plugin file (None for a built-in
-    one), so a user's encoding stands out."""
-    columns, getters = [], []
+    one), so a user's encoding stands out.
+
+    Each column carries the expected text of the claim that colours it, and ``caption`` the
+    sentences the card's caption needs: the definition of a column that follows its claim's
+    (:data:`DEFINITIONS`) and the units named in cells (:data:`UNITS`)."""
+    columns, getters, caption = [], [], []
     for sec in sections:
         ledger = {c["id"]: c for c in sec["ledger"]}
-        scalars = _scalars(sec["evidence"])
+        # Labels and notes may name the section's summary scalars too (ω_max, say).
+        scalars = _scalars({**sec.get("summary", {}), **sec["evidence"]})
         for column in sec["columns"]:
+            claim = ledger.get(column.claim) if column.claim else None
+            expected = (claim or {}).get("expected", "")
+            first = column.evidence[0] if column.evidence else None
+            definition = DEFINITIONS.get((sec["id"], first), {})
+            note = definition.get("note", column.note)
+            if definition.get("caption"):
+                caption.append(_fill(definition["caption"], scalars, expected=expected))
             columns.append(
                 {
                     "label": column.label.format_map(scalars),
-                    "note": column.note.format_map(scalars),
+                    "note": _fill(note, scalars),
                     "section": sec["id"],
                     "section_title": sec["title"],
                     "claim": column.claim,
+                    "claim_expected": expected or None,
                 }
             )
-            getters.append((column, sec["evidence"], ledger))
+            getters.append((column, sec["evidence"], ledger, sec["id"]))
     rows = [
         {
             "encoding": name,
             "summary": meta.get(name, {}).get("summary", ""),
             "plugin": meta.get(name, {}).get("plugin"),
-            "cells": [cell(column, ev, ledger, name) for column, ev, ledger in getters],
+            "cells": [cell(column, ev, ledger, name, sid) for column, ev, ledger, sid in getters],
         }
         for name in encodings
     ]
-    return {"columns": columns, "rows": rows}
+    shown = {
+        c["unit"] or ("%" if c["number"].endswith("%") else "") for r in rows for c in r["cells"]
+    }
+    units = [words for unit, words in UNIT_WORDS.items() if unit in shown]
+    if units:
+        caption.append(
+            "Where a row mixes units, each cell names its own: " + "; ".join(units) + "."
+        )
+    present = {c["outcome"] for r in rows for c in r["cells"]}
+    legend = [
+        {"outcome": o, "words": OUTCOME_WORDS[o], "colour": COLOURS[o]}
+        for o in OUTCOMES
+        if o in present
+    ]
+    return {"columns": columns, "rows": rows, "legend": legend, "caption": caption}
+
+
+# The figure is drawn at the width the PDF prints it (A4 less the 16 mm margins of
+# style.css's @page, with room to spare), so that its type sizes are the printed ones: the
+# card was once drawn 15 inches wide and shrunk to 7, its numbers to 3.5 pt. Ten encodings fit
+# that width at 8 pt; more are drawn in panels of at most ten, one above the other.
+PRINT_WIDTH_IN = 6.8
+FONT_PT = 8.0
+PER_PANEL = 10
+LABEL_IN = 1.8  # the property labels' column
+CELL_H_IN = 0.34
+
+
+def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) -> None:
+    """One grid of the card: a row per property, a column per encoding of ``rows``."""
+    import textwrap
+
+    import matplotlib.pyplot as plt
+
+    for j, row in enumerate(rows):
+        for i, c in enumerate(row["cells"]):
+            ax.add_patch(
+                plt.Rectangle(
+                    (j, i), 1, 1, facecolor=COLOURS[c["outcome"]], edgecolor="white", lw=1.5
+                )
+            )
+            style = {"ha": "center", "va": "center", "fontsize": font}
+            if c["outcome"] == "fail":
+                style.update(color="#7f1d1d", fontweight="bold")
+            elif c["outcome"] == "missing":
+                style.update(color="#888888")
+            if c["unit"] and len(c["text"]) > 7:  # the unit on a line of its own
+                ax.text(j + 0.5, i + 0.36, c["number"], **style)
+                unit_pt = max(font - 1.5, 6.0)
+                ax.text(
+                    j + 0.5, i + 0.76, c["unit"], ha="center", va="center", fontsize=unit_pt,
+                    color="#5b6168",
+                )  # fmt: skip
+            else:
+                ax.text(j + 0.5, i + 0.5, c["text"], **style)
+    # A rule between the properties of different sections.
+    for i in range(1, len(columns)):
+        if columns[i]["section"] != columns[i - 1]["section"]:
+            ax.axhline(i, color="#9aa0a6", lw=0.8)
+    ax.set_xlim(0, max(len(rows), 1))
+    ax.set_ylim(max(len(columns), 1), 0)
+    ax.set_yticks([i + 0.5 for i in range(len(columns))])
+    ax.set_yticklabels(
+        [textwrap.fill(c["label"], 26) for c in columns], fontsize=font, linespacing=1.0
+    )
+    ax.xaxis.tick_top()
+    ax.set_xticks([j + 0.5 for j in range(len(rows))])
+    ax.set_xticklabels(
+        [r["encoding"] for r in rows],
+        fontsize=font,
+        rotation=35 if slant else 0,
+        ha="left" if slant else "center",
+        rotation_mode="anchor",
+    )
+    for label, row in zip(ax.get_xticklabels(), rows):
+        if row["plugin"]:
+            label.set_fontweight("bold")
+    ax.tick_params(length=0, pad=3)
+    for spine in ax.spines.values():
+        spine.set_visible(False)
 
 
 def figure(card: dict[str, Any]):
-    """The card as a grid: a row per encoding, a column per property, each cell its number on
-    its verdict's colour; a plugin's encoding is marked in bold."""
+    """The card as a grid: a row per property, grouped by the section that measures it, a
+    column per encoding (a plugin's in bold), each cell its number on its outcome's colour.
+    Properties as rows keep the labels level and the grid within a portrait page, drawn at
+    the size it is printed (:data:`PRINT_WIDTH_IN`)."""
     import matplotlib.pyplot as plt
     from matplotlib.patches import Patch
 
     columns, rows = card["columns"], card["rows"]
-    n_cols, n_rows = max(len(columns), 1), max(len(rows), 1)
-    fig, ax = plt.subplots(figsize=(1.05 * n_cols + 2.2, 0.36 * n_rows + 2.4), layout="constrained")
-    for i, row in enumerate(rows):
-        for j, c in enumerate(row["cells"]):
-            ax.add_patch(
-                plt.Rectangle((j, i), 1, 1, facecolor=COLOURS[c["verdict"]], edgecolor="white")
-            )
-            ax.text(j + 0.5, i + 0.5, c["text"], ha="center", va="center", fontsize=7.5)
-    ax.set_xlim(0, n_cols)
-    ax.set_ylim(n_rows, 0)
-    ax.set_xticks([j + 0.5 for j in range(len(columns))])
-    ax.set_xticklabels([c["label"] for c in columns], rotation=40, ha="left", fontsize=8)
-    ax.xaxis.tick_top()
-    ax.set_yticks([i + 0.5 for i in range(len(rows))])
-    ax.set_yticklabels([r["encoding"] for r in rows], fontsize=8)
-    for label, row in zip(ax.get_yticklabels(), rows):
-        if row["plugin"]:
-            label.set_fontweight("bold")
-    ax.tick_params(length=0)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    ax.legend(
-        handles=[
-            Patch(facecolor=COLOURS[v], edgecolor="grey", label=f"claim {VERDICT_WORDS[v]}")
-            for v in ("pass", "fail", "inconclusive", None)
-        ],
-        loc="upper center",
-        bbox_to_anchor=(0.5, -0.02),
-        ncol=4,
-        fontsize=7.5,
-        frameon=False,
-    )
+    n_props = max(len(columns), 1)
+    panels = max(math.ceil(len(rows) / PER_PANEL), 1)
+    per = max(math.ceil(len(rows) / panels), 1)
+    chunks = [rows[k : k + per] for k in range(0, len(rows), per)] or [[]]
+    cell_w = min(0.8, (PRINT_WIDTH_IN - LABEL_IN) / per)
+    font = FONT_PT if cell_w >= 0.5 else FONT_PT - 1
+    # Encoding names above their columns: level where they fit, slanted where they do not.
+    widest = max((len(r["encoding"]) for r in rows), default=0) * 0.55 * font / 72
+    slant = widest > cell_w * 0.95
+    header_h = widest * 0.6 + 0.25 if slant else 0.35
+    legend_h = 0.25 + 0.2 * ((len(card.get("legend", [])) + 1) // 2)
+    panel_h = header_h + CELL_H_IN * n_props
+    width = LABEL_IN + cell_w * per + 0.1
+    height = panel_h * len(chunks) + legend_h
+    fig = plt.figure(figsize=(width, height))
+    for k, chunk in enumerate(chunks):
+        bottom = height - (k + 1) * panel_h
+        ax = fig.add_axes(
+            (LABEL_IN / width, bottom / height, cell_w * len(chunk) / width,
+             CELL_H_IN * n_props / height)
+        )  # fmt: skip
+        _panel(ax, columns, chunk, font, slant)
+    if card.get("legend"):
+        fig.legend(
+            handles=[
+                Patch(facecolor=item["colour"], edgecolor="#9aa0a6", label=item["words"])
+                for item in card["legend"]
+            ],
+            loc="lower center",
+            bbox_to_anchor=(0.5, 0.0),
+            ncol=2,
+            fontsize=font - 0.5,
+            frameon=False,
+            handlelength=1.4,
+            columnspacing=1.2,
+        )
     return fig

@@ -6,6 +6,7 @@ tests/test_platform.py.)"""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import textwrap
@@ -224,9 +225,165 @@ def test_cells_read_evidence_and_each_entrys_verdict():
         ("0.9", None),
         ("0.5", "fail"),  # the number shown, the verdict of other evidence
     ]
-    assert alibi["cells"][0] == {"value": 2.0, "text": "2", "verdict": "fail"}
-    assert alibi["cells"][1]["verdict"] == "missing"  # not measured for it
+    assert alibi["cells"][0] == {
+        "value": 2.0,
+        "number": "2",
+        "unit": "",
+        "text": "2",
+        "verdict": "fail",
+        "outcome": "fail",
+    }
+    assert alibi["cells"][1]["verdict"] == alibi["cells"][1]["outcome"] == "missing"
     assert mine["plugin"] == "p" and mine["cells"][0]["text"] == "—"
+    # Each column carries the expected text of the claim that colours it (none here).
+    assert [c["claim_expected"] for c in data["columns"]] == [None, None, None]
+
+
+def test_green_marks_only_a_property_that_holds():
+    # A claim may assert that an encoding *lacks* its column's property: "most positions
+    # collide" under "distinct to L, bfloat16". Its pass is a weakness confirmed, never green;
+    # its fail (positions stay distinct) is red, as every failing claim is.
+    ledger = [
+        {
+            "id": "aliasing.low_precision_collapse",
+            "expected": "distinct fraction for each ≤ 0.5",
+            "outcomes": {
+                "collapse_distinct_fraction": {
+                    "rope, bfloat16": "pass",
+                    "sinusoidal, bfloat16": "fail",
+                }
+            },
+        }
+    ]
+    evidence = {
+        "distinct_at_length": {"rope, naive bfloat16": 0.01, "sinusoidal, naive bfloat16": 0.9}
+    }
+    column = CardColumn(
+        "distinct to L, bfloat16",
+        "distinct_at_length",
+        key="{encoding}, naive bfloat16",
+        claim="aliasing.low_precision_collapse",
+        judged="collapse_distinct_fraction",
+        judged_key="{encoding}, bfloat16",
+    )
+    section = {"id": "aliasing", "title": "A", "columns": [column], "evidence": evidence,
+               "ledger": ledger}  # fmt: skip
+    data = card.build([section], ["rope", "sinusoidal"], {})
+    rope, sinusoidal = (r["cells"][0] for r in data["rows"])
+    assert (rope["verdict"], rope["outcome"]) == ("pass", "lacks")
+    assert (sinusoidal["verdict"], sinusoidal["outcome"]) == ("fail", "fail")
+    assert card.COLOURS["lacks"] != card.COLOURS["holds"]
+    assert data["columns"][0]["claim_expected"] == "distinct fraction for each ≤ 0.5"
+    # The legend names only the colours the card uses, and says what green means.
+    assert [item["outcome"] for item in data["legend"]] == ["lacks", "fail"]
+    assert card.OUTCOME_WORDS["holds"].startswith("has the property")
+    # A claim that asserts the property colours its pass green, as before.
+    assert card.outcome("pass") == "holds" and card.outcome(None) == "none"
+
+
+def test_every_card_column_that_asserts_an_absence_names_a_real_claim():
+    # The card keeps, apart from the analyses, which claims assert that an encoding lacks its
+    # column's property: each must still be a claim that colours a card column.
+    from posenc.analysis import discover
+
+    judged = {
+        (column.claim, column.judged or path)
+        for spec in discover(ROOT).values()
+        for column in spec.card
+        for path in column.evidence
+    }
+    assert card.ASSERTS_ABSENCE <= judged
+
+
+def test_a_column_that_mixes_units_names_the_unit_in_each_cell():
+    # Shift invariance: relative encodings in eps of the dtype, absolute ones as a relative
+    # change of the output. One unit per cell, and the caption says what each unit is.
+    ledger = [
+        {
+            "id": "equivariance.relative_shift_invariance",
+            "outcomes": {
+                "relative_shift_ulps": {"rope": "pass"},
+                "absolute_shift_weakest": {"sinusoidal": "pass"},
+            },
+        }
+    ]
+    evidence = {
+        "relative_shift_ulps": {"rope": 1.6},
+        "absolute_shift_weakest": {"sinusoidal": 0.441},
+    }
+    column = CardColumn(
+        "shift invariance",
+        ("relative_shift_ulps", "absolute_shift_weakest"),
+        claim="equivariance.relative_shift_invariance",
+    )
+    section = {"id": "equivariance", "title": "E", "columns": [column], "evidence": evidence,
+               "ledger": ledger}  # fmt: skip
+    data = card.build([section], ["rope", "sinusoidal"], {})
+    rope, sinusoidal = (r["cells"][0] for r in data["rows"])
+    assert (rope["text"], rope["number"], rope["unit"]) == ("1.6 ε", "1.6", "ε")
+    assert sinusoidal["text"] == sinusoidal["number"] == "44.1%"
+    # Invariant under a shift: holds. An absolute encoding changes: it lacks the property.
+    assert (rope["outcome"], sinusoidal["outcome"]) == ("holds", "lacks")
+    [units] = data["caption"]
+    assert "ε, the machine epsilon of the dtype" in units and "%, a relative change" in units
+
+
+def test_near_above_far_is_defined_as_its_claim_defines_it():
+    # The number is the claim's own measurement (similarity.monotone_near: half periods of
+    # the fastest wave, pi / omega_max); the card's note and caption say so, with omega_max
+    # from the section's summary and the claim's expected text.
+    spec = discover_spec("similarity")
+    [column] = [c for c in spec.card if c.claim == "similarity.monotone_near"]
+    [claim] = [c for c in spec.claims if c.id == "similarity.monotone_near"]
+    assert "fastest wave" in claim.statement
+    ledger = [
+        {
+            "id": claim.id,
+            "expected": "first offset not falling, in half periods, for each > 1",
+            "outcomes": {"monotone_reach": {"rope kernel": "pass"}},
+        }
+    ]
+    section = {
+        "id": "similarity",
+        "title": "S",
+        "columns": [column],
+        "evidence": {"monotone_reach": {"rope kernel": 1.27}},
+        "summary": {"omega_max": 1.0},
+        "ledger": ledger,
+    }
+    data = card.build([section], ["rope"], {})
+    note = data["columns"][0]["note"]
+    assert "fastest wave" in note and "slowest" not in note and "ω_max = 1)" in note
+    [caption] = data["caption"]
+    assert "fastest wave" in caption and "for each > 1" in caption
+    assert data["rows"][0]["cells"][0]["outcome"] == "holds"
+
+
+def discover_spec(name: str):
+    from posenc.analysis import discover
+
+    return discover(ROOT)[name]
+
+
+@pytest.mark.parametrize("n_encodings", [7, 10, 14])
+def test_the_card_is_drawn_at_the_width_the_pdf_prints_it(tmp_path, n_encodings):
+    # Drawn 15 inches wide and printed at 7, the card's numbers were 3.5 pt. Now the figure
+    # is no wider than the PDF's text (so it is printed at its own size) and no type in it is
+    # smaller than 6 pt, however many encodings it has.
+    import xml.etree.ElementTree as ET
+
+    names = [f"encoding_{i}" for i in range(n_encodings)]
+    columns = [CardColumn(f"property {j}", "x") for j in range(12)]
+    evidence = {"x": {n: 0.00567 for n in names}}
+    section = {"id": "a", "title": "A", "columns": columns, "evidence": evidence, "ledger": []}
+    data = card.build([section], names, {})
+    svg = tmp_path / "card.svg"
+    save_figure(card.figure(data), tmp_path / "card.png", svg)
+    root = ET.parse(svg).getroot()
+    width_in = float(root.get("width").removesuffix("pt")) / 72
+    assert width_in <= 7.0  # A4 less the PDF's margins: 178 mm
+    sizes = [float(m) for m in re.findall(r"font-size: (\d+(?:\.\d+)?)px", svg.read_text())]
+    assert sizes and min(sizes) >= 6
 
 
 def test_plugin_text_is_escaped_in_the_card(tmp_path, monkeypatch):

@@ -112,6 +112,7 @@ def test_fake_report_pdf_has_sections_figures_bookmarks_and_page_numbers(fake_pd
     assert pages == len(pdf.pages) >= 5  # contents, claims, two sections, provenance
     level_one = {title: page for level, title, page in pdf.bookmarks if level == 1}
     assert list(level_one) == [
+        "Findings",
         "Claims",
         "1 Alpha analysis",
         "2 Beta analysis",
@@ -161,6 +162,7 @@ def test_every_section_is_in_the_pdf(run_pdf, record_property):
     assert data["sections"] and not missing
     bookmarks = [title for level, title, _ in pdf.bookmarks if level == 1]
     assert bookmarks == [
+        "Findings",
         *(["Report card"] if data.get("card") else []),
         "Claims",
         *(f"{s['number']} {words(s['title'])}" for s in data["sections"]),

@@ -11,7 +11,15 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from fake_report import corrupt, make_section, make_templates, passing, two_sections, undecided
+from fake_report import (
+    corrupt,
+    failing,
+    make_section,
+    make_templates,
+    passing,
+    two_sections,
+    undecided,
+)
 
 from posenc.report import (
     FILES,
@@ -168,9 +176,13 @@ def test_an_inconclusive_claim_is_counted_apart_and_says_why(tmp_path, monkeypat
         "Inconclusive in this run: the interval of slope straddles the threshold "
         "(slope &lt; 0.1 (the whole interval)): [0.05, 0.15]." in html
     )
-    # Not listed with the claims that did not hold.
-    failing_line = html.split('class="failing"')[1].split("</p>")[0]
-    assert "beta.two" not in failing_line and "alpha.two" in failing_line
+    # In the findings with what the evidence could not decide, not with what does not hold.
+    findings = context["findings"]
+    assert [f["id"] for f in findings["fail"]] == ["alpha.two"]
+    [group] = findings["undecided"]
+    assert group["key"] == "straddles" and [f["id"] for f in group["claims"]] == ["beta.two"]
+    does_not_hold = html.split('class="findings-fail"')[1].split("</ul>")[0]
+    assert "#claim-alpha-two" in does_not_hold and "beta-two" not in does_not_hold
 
 
 def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
@@ -593,3 +605,171 @@ def test_each_section_says_which_devices_computed_it():
 def test_the_page_shows_each_sections_devices(fake):
     html = html_of(context_of(fake), fake)
     assert html.count('<p class="computed-on">Computed on cpu (test).</p>') == 2
+
+
+# ----------------------------------------------------------------------------- findings
+
+
+def _judged(claim, evidence, thresholds, section, **cfg):
+    from posenc.claims import evaluate
+
+    return evaluate([claim], evidence, {"thresholds": thresholds, **cfg}, section)[0]
+
+
+# A precondition as the extrapolation section words it: the model learned the task.
+LEARNED = "rope bits/char below the interpolated trigram at L_train"
+
+
+def _mixed_ledger(root):
+    """Two sections whose claims cover every verdict and every reason a claim is undecided or
+    untested, as posenc.claims words them."""
+    from posenc.claims import Check, Claim
+
+    limit = {"limit": 1e-4, "margin": 0.1, "bound": 0.1}
+    alpha = [
+        _judged(
+            Claim("alpha.breaks", "Every encoding breaks it. Each number is the weakest.",
+                  (Check("broken", ">", "limit", label="weakest error"),), kind="empirical"),
+            {"broken": {"rope": 0.03, "alibi": 0.005}}, limit, "alpha",
+        ),
+        failing("alpha.two", "alpha"),
+        passing("alpha.one", "alpha"),  # an identity
+    ]  # fmt: skip
+    beta = [
+        undecided("beta.slope", "beta"),
+        _judged(
+            Claim("beta.learn", "RoPE degrades beyond L_train.",
+                  (Check("rise", ">", "bound"),), kind="empirical",
+                  requires=(Check("margin.rope", ">", "margin", label=LEARNED),)),
+            {"rise": 0.5, "margin": {"rope": -3.0}}, limit, "beta",
+        ),
+        _judged(
+            Claim("beta.smoke", "It holds at scale.", (Check("rise", ">", "bound"),),
+                  kind="empirical", unless="smoke_test"),
+            {"rise": 0.5}, limit, "beta", smoke_test=True,
+        ),
+        _judged(
+            Claim("beta.absent", "Kerple stays flat.", (Check("kerple", "<", "bound"),),
+                  kind="empirical"),
+            {}, limit, "beta",
+        ),
+    ]  # fmt: skip
+    fake = two_sections(root)
+    shutil.rmtree(root / "results/alpha")
+    shutil.rmtree(root / "results/beta")
+    fake["sections"] = [
+        make_section(root, "alpha", ["curve", "heat"], ["cases"], alpha, title="Alpha analysis"),
+        make_section(root, "beta", ["decay"], ["t1", "t2"], beta, title="Beta analysis"),
+    ]
+    return fake
+
+
+def test_the_report_opens_with_findings_computed_from_the_ledger(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    fake = _mixed_ledger(tmp_path)
+    context = context_of(fake)
+    found = context["findings"]
+    assert [f["id"] for f in found["fail"]] == ["alpha.two"]
+    # What holds: the claims about the encodings; the identity goes with the checks.
+    assert [(g["kind"], [f["id"] for f in g["claims"]]) for g in found["holds"]] == [
+        ("empirical", ["alpha.breaks"])
+    ]
+    assert [(g["kind"], [f["id"] for f in g["claims"]]) for g in found["checks"]] == [
+        ("identity", ["alpha.one"])
+    ]
+    # Undecided, grouped by why: the models did not learn, or an interval straddles.
+    assert [(g["key"], [f["id"] for f in g["claims"]]) for g in found["undecided"]] == [
+        ("not-learned", ["beta.learn"]),
+        ("straddles", ["beta.slope"]),
+    ]
+    learn = found["undecided"][0]["claims"][0]
+    assert learn["why"].startswith("Not met: rope bits/char below the interpolated trigram")
+    # Untested: a smoke test of a section, named by its title; missing evidence, with its reason.
+    smoke, absent = found["untested"]
+    assert [f["id"] for f in smoke["claims"]] == ["beta.smoke"] and not smoke["show_reason"]
+    assert "“Beta analysis” ran as a smoke test" in smoke["heading"]
+    assert [f["id"] for f in absent["claims"]] == ["beta.absent"] and absent["show_reason"]
+    assert absent["claims"][0]["why"] == "No kerple in this run (its encodings are not configured)."
+    # Each finding: the statement's first sentence, its deciding number, where to read on.
+    [breaks] = found["holds"][0]["claims"]
+    assert breaks["statement"] == "Every encoding breaks it."
+    assert breaks["headline"] == {
+        "label": "weakest error",
+        "text": "0.005 for alibi, the lowest of 2",
+        "threshold": "> 0.0001",
+    }
+    assert (breaks["anchor"], breaks["section_anchor"]) == ("claim-alpha-breaks", "sec-alpha")
+
+    html = " ".join(html_of(context, fake).split())
+    # Findings first: after the headline counts, before the claims table.
+    assert html.index('<section id="findings">') < html.index('<section id="claims">')
+    assert html.index('<a href="#findings">') < html.index('<a href="#claims">')
+    findings_html = html.split('<section id="findings">')[1].split("</section>")[0]
+    assert findings_html.index("What does not hold") < findings_html.index("What holds")
+    assert findings_html.index("What holds") < findings_html.index("could not decide")
+    assert findings_html.index("could not decide") < findings_html.index("could not test")
+    assert (
+        "Measured weakest error: 0.005 for alibi, the lowest of 2 (threshold &gt; 0.0001)."
+        in findings_html
+    )
+    assert "The models did not learn the task at the training length" in findings_html
+    assert "The measured interval straddles the threshold" in findings_html
+    for cid in ("alpha-two", "alpha-breaks", "alpha-one", "beta-slope", "beta-learn", "beta-smoke"):
+        assert f'href="#claim-{cid}"' in findings_html and f'id="claim-{cid}"' in html
+    # The header keeps its counts, from the context, and lists no claim ids.
+    header = html.split("</header>")[0]
+    assert "2 of 7 claims hold" in header and "alpha.two" not in header
+
+
+def test_a_headline_is_the_entry_nearest_to_failing_with_its_threshold():
+    from posenc.report import first_sentence, headline
+
+    def entry(measured, expected):
+        return {"measured": measured, "expected": expected}
+
+    # A bound from above: the largest entry; scaled thresholds keep their "=".
+    assert headline(
+        entry({"rope": 4e-16, "alibi": 7e-16}, "spread for each ≤ 64 × eps = 4.5e-13")
+    ) == {"label": "spread", "text": "7.000e-16 for alibi, the highest of 2",
+          "threshold": "≤ 64 × eps = 4.5e-13"}  # fmt: skip
+    # Intervals: the bound on the failing side decides which entry is nearest.
+    near = headline(
+        entry(
+            {"a": {"estimate": 0.5, "low": 0.2, "high": 0.8},
+             "b": {"estimate": 0.4, "low": 0.3, "high": 0.5}},
+            "gain for each > 0.1 (the whole interval)",
+        )
+    )  # fmt: skip
+    assert near["text"] == "0.5 [0.2, 0.8] for a, the lowest of 2"
+    assert headline(entry({"a": 0, "b": 0}, "differ for each ≤ 0"))["text"] == "0 for all 2"
+    # Several checks: the first one's value, named by its label.
+    assert headline(entry({"x max": 0.1, "y": 3}, "x max ≤ 1; y > 2"))["text"] == "0.1"
+    # Facts; a list against printed values (the entries are not the differences bounded).
+    assert headline(entry({"a": True, "b": True}, "agrees: yes for each"))["text"] == (
+        "yes for all 2"
+    )
+    assert headline(entry({"a": True, "b": False}, "agrees: yes for each"))["text"] == (
+        "yes for 1 of 2 (no: b)"
+    )
+    printed = headline(entry([0.966, 0.658], "sims for each within ±0.0005 of the printed 0.97"))
+    assert printed["text"] == "[0.966, 0.658]" and printed["threshold"].startswith("within ±")
+    # A quantity named at length is left to the claims table.
+    assert headline(entry(0.5, "x" * 90 + " ≤ 1"))["label"] is None
+    assert first_sentence("Press et al. 2022 find it. Then more (Fig. 2). E.g. this.") == (
+        "Press et al. 2022 find it."
+    )
+
+
+def test_the_template_counts_nothing_the_context_has():
+    source = (ROOT / "report_templates" / "index.html.j2").read_text()
+    for computation in ("| sum", "selectattr", "claims | length", "sections | length"):
+        assert computation not in source, computation
+
+
+def test_the_printed_report_names_no_project_file(fake):
+    # A reader gets titles and findings, not file names; downloads are offered on screen only.
+    printed = html_of(context_of(fake), fake, "print")
+    text = re.sub(r"<pre.*?</pre>|<style>.*?</style>|<[^>]+>", " ", printed, flags=re.DOTALL)
+    assert re.findall(r"[\w./-]+\.(?:py|ya?ml|smk|json|j2|md|log)\b", text) == []
+    screen = html_of(context_of(fake), fake, "screen")
+    assert ">claims.json</a>" in screen

@@ -16,16 +16,19 @@ def main(snakemake) -> None:
     matplotlib.use("Agg")
     log = setup(snakemake, "card")
     p, out = snakemake.params, snakemake.output
-    sections = [
-        {
-            "id": sec["id"],
-            "title": sec["title"],
-            "columns": [CardColumn(**column) for column in sec["columns"]],
-            "evidence": json.loads(Path(sec["metrics"]).read_text())["evidence"],
-            "ledger": json.loads(Path(sec["claims"]).read_text()),
-        }
-        for sec in p.sections
-    ]
+    sections = []
+    for sec in p.sections:
+        metrics = json.loads(Path(sec["metrics"]).read_text())
+        sections.append(
+            {
+                "id": sec["id"],
+                "title": sec["title"],
+                "columns": [CardColumn(**column) for column in sec["columns"]],
+                "evidence": metrics["evidence"],
+                "summary": metrics.get("summary", {}),
+                "ledger": json.loads(Path(sec["claims"]).read_text()),
+            }
+        )
     data = card.build(sections, list(p.encodings), dict(p.encodings_meta))
     save_figure(card.figure(data), out.png, out.svg)
     write_json(out.data, {**data, "png": out.png, "svg": out.svg})
