@@ -37,10 +37,11 @@ from torch import Tensor
 
 from posenc.corpora import STDLIB, read_stdlib, read_text
 
-# A batch function draws ``batch_size`` examples from ``generator``: (inputs, targets), both
+# A batch function draws ``batch_size`` examples from ``generator`` for training step ``step``
+# (a curriculum reads it; the training loop restores both on resume): (inputs, targets), both
 # (B, L) long tensors; targets equal to IGNORE are not scored (cross_entropy's ignore_index).
 IGNORE = -100
-BatchFn = Callable[[torch.Generator, int], tuple[Tensor, Tensor]]
+BatchFn = Callable[[torch.Generator, int, int], tuple[Tensor, Tensor]]
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def lm_batches(tokens: Tensor, seq_len: int) -> BatchFn:
         raise ValueError(f"corpus of {len(tokens)} tokens is too short for windows of {seq_len}")
     offsets = torch.arange(seq_len + 1)
 
-    def batch(generator: torch.Generator, batch_size: int) -> tuple[Tensor, Tensor]:
+    def batch(generator: torch.Generator, batch_size: int, step: int = 0) -> tuple[Tensor, Tensor]:
         starts = torch.randint(0, len(tokens) - seq_len, (batch_size, 1), generator=generator)
         window = tokens[starts + offsets]  # (B, L+1)
         return window[:, :-1], window[:, 1:]
@@ -298,12 +299,14 @@ class RandomizedPositions:
             )
         return torch.randperm(self.max_position, generator=generator)[:length].sort().values
 
-    def batches(self, batches: BatchFn) -> Callable[[torch.Generator, int], tuple]:
+    def batches(self, batches: BatchFn) -> Callable[[torch.Generator, int, int], tuple]:
         """``batches`` with the positions of each batch drawn after it from the same generator
         (whose state a resumed run restores): (inputs, targets, positions)."""
 
-        def batch(generator: torch.Generator, batch_size: int) -> tuple[Tensor, Tensor, Tensor]:
-            inputs, targets = batches(generator, batch_size)
+        def batch(
+            generator: torch.Generator, batch_size: int, step: int = 0
+        ) -> tuple[Tensor, Tensor, Tensor]:
+            inputs, targets = batches(generator, batch_size, step)
             return inputs, targets, self.sample(generator, inputs.shape[1])
 
         return batch
@@ -422,17 +425,35 @@ class PasskeyTask:
         targets[:, M + 1 :] = key
         return inputs, targets
 
-    def batches(self, min_len: int, max_len: int) -> BatchFn:
-        """Training batches whose length is drawn per batch from [min_len, max_len], so the model
-        sees every length up to ``max_len`` = N (a batch has one length)."""
+    def batches(self, min_len: int, max_len: int, ramp_steps: int = 0) -> BatchFn:
+        """Training batches whose length is drawn per batch from [min_len, longest(step)], so the
+        model sees every length up to ``max_len`` = N (a batch has one length).
+
+        ``ramp_steps`` > 0 is a curriculum over lengths: the longest length drawn grows linearly
+        from ``min_len`` at step 0 to ``max_len`` at step ``ramp_steps``, then stays there.
+        Short haystacks first: the retrieval circuit (a previous-token head, then a head that
+        reads the token after KEY) is found on sequences where few tokens compete for
+        attention, and then holds as they grow (curriculum learning, Bengio et al. 2009;
+        without it, sinusoidal and learned tables learned the task in no pilot run).
+        """
         if not self.min_length <= min_len <= max_len:
             raise ValueError(
                 f"need {self.min_length} <= min_len <= max_len (a key of {self.key_len} tokens "
                 f"needs {self.min_length}), got {min_len}, {max_len}"
             )
+        if ramp_steps < 0:
+            raise ValueError(f"ramp_steps must be >= 0, got {ramp_steps}")
 
-        def batch(generator: torch.Generator, batch_size: int) -> tuple[Tensor, Tensor]:
-            length = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
+        def batch(generator: torch.Generator, batch_size: int, step: int = 0):
+            longest = self.longest(min_len, max_len, ramp_steps, step)
+            length = int(torch.randint(min_len, longest + 1, (1,), generator=generator))
             return self.sample(generator, batch_size, length)
 
         return batch
+
+    @staticmethod
+    def longest(min_len: int, max_len: int, ramp_steps: int, step: int) -> int:
+        """The longest training length at ``step`` under the curriculum of :meth:`batches`."""
+        if ramp_steps <= 0 or step >= ramp_steps:
+            return max_len
+        return min_len + (max_len - min_len) * step // ramp_steps

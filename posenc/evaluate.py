@@ -316,27 +316,56 @@ def evaluate_lm(
                         }
                     )
     # The training text at L_train, scored as much as the validation text, for the gap.
-    train_positions = randomized.sampler(POSITION_SEED) if randomized is not None else None
-    train_result = bits_per_char(
-        model,
-        train_tokens,
-        train_len,
-        "all",
-        segment_ends=None,
-        positions=train_positions,
-        **common,
-    )
-    rows.append(
-        {
-            "method": "plain",
-            "mode": "all",
-            "split": "train",
-            "multiplier": 1,
-            "length": train_len,
-            **train_result,
-        }
-    )
+    rows.append(_split_row(model, train_tokens, "train", "plain", train_len, randomized, common))
     return rows
+
+
+def gap_rows(
+    model: nn.Module,
+    val_tokens: Tensor,
+    train_tokens: Tensor,
+    *,
+    method: str,
+    train_len: int,
+    tokens: int,
+    segment: int,
+    batch_tokens: int,
+    device: torch.device,
+    randomized: RandomizedPositions | None = None,
+) -> list[dict[str, Any]]:
+    """Validation and training text at L_train (mode ``all``), scored exactly as
+    :func:`evaluate_lm` scores the plain model there (the same windows), as rows under
+    ``method``: the train/validation gap of another state of the model (an earlier snapshot),
+    paired window by window with the final model's."""
+    model.eval()
+    common = {
+        "tokens_scored": tokens,
+        "segment": segment,
+        "batch_tokens": batch_tokens,
+        "device": device,
+    }
+    return [
+        _split_row(model, text, split, method, train_len, randomized, common)
+        for split, text in (("val", val_tokens), ("train", train_tokens))
+    ]
+
+
+def _split_row(model, text, split, method, train_len, randomized, common) -> dict[str, Any]:
+    # Validation text: the positions the plain model's mode-all row at 1x draws; training text:
+    # their own fixed draw.
+    seed = POSITION_SEED + 2 * train_len if split == "val" else POSITION_SEED
+    positions = randomized.sampler(seed) if randomized is not None else None
+    result = bits_per_char(
+        model, text, train_len, "all", segment_ends=None, positions=positions, **common
+    )
+    return {
+        "method": method,
+        "mode": "all",
+        "split": split,
+        "multiplier": 1,
+        "length": train_len,
+        **result,
+    }
 
 
 @torch.no_grad()

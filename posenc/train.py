@@ -254,7 +254,7 @@ def train(
         for group in optimizer.param_groups:
             group["lr"] = lr
         # A batch may carry its positions (randomized positions: posenc.data); else 0..L-1.
-        inputs, targets, *positions = batches(generator, cfg.batch_size)
+        inputs, targets, *positions = batches(generator, cfg.batch_size, step)
         inputs, targets = inputs.to(device), targets.to(device)
         with autocast:
             if positions:

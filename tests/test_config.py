@@ -132,6 +132,12 @@ BAD = [
         "'small'",
     ),
     ({"extrapolation": {"lm": {"seq_len": 64}}}, "extrapolation.lm.seq_len", "t5_max_distance"),
+    # Press et al.'s protocol for T5's bias: L_train >= 4x its maximum distance, not merely >=.
+    (
+        {"encoding": {"t5_max_distance": 64}},
+        "extrapolation.lm.seq_len",
+        "below 4 x encoding.t5_max_distance = 256",
+    ),
     ({"extrapolation": {"model": {"d_model": 62}}}, "extrapolation.model.d_model", "62"),
     (
         {"equivariance": {"thresholds": {"equal_ulps": [64]}}},

@@ -214,3 +214,24 @@ def test_verbatim_stretches_are_cut_and_the_joins_checked_again():
     # which joins "a" and "b" into "ab", a window of training too.
     kept, removed = data.drop_verbatim(ids("abzz"), ids("qazzbq"), width=2)
     assert "".join(vocab[i] for i in kept.tolist()) == "qq" and removed == 4
+
+
+def test_length_curriculum_grows_the_longest_length_from_min_len_to_n():
+    task = PasskeyTask(num_symbols=16, key_len=1)
+    batches = task.batches(8, 64, ramp_steps=100)
+    gen = torch.Generator().manual_seed(0)
+    assert {batches(gen, 2, 0)[0].shape[1] for _ in range(20)} == {8}  # step 0: min_len only
+    assert max(batches(gen, 2, 50)[0].shape[1] for _ in range(200)) == 36  # halfway
+    assert max(batches(gen, 2, 100)[0].shape[1] for _ in range(400)) == 64  # ramp done
+    assert [PasskeyTask.longest(8, 64, 100, s) for s in (0, 1, 50, 99, 100, 5000)] == [
+        8,
+        8,
+        36,
+        63,
+        64,
+        64,
+    ]
+    flat = task.batches(8, 64)  # no curriculum: the whole range from the first step
+    assert max(flat(gen, 2, 0)[0].shape[1] for _ in range(400)) == 64
+    with pytest.raises(ValueError, match="ramp_steps"):
+        task.batches(8, 64, ramp_steps=-1)

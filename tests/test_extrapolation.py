@@ -105,7 +105,9 @@ def estimates(x):
     return x
 
 
-def lm_record(encoding, seed, curves, gap=0.02):
+def lm_record(encoding, seed, curves, gap=0.02, first_gap=0.01):
+    """``gap``: validation minus training bits at L_train; ``first_gap``: the same after the
+    first pass over the training text (a weaker model, 0.5 bits behind)."""
     rows = []
     methods = ["plain", *REGISTRY[encoding].extensions] if encoding in REGISTRY else ["plain"]
     for method in methods:
@@ -141,6 +143,22 @@ def lm_record(encoding, seed, curves, gap=0.02):
             "defined": True,
         }
     )
+    first = curves[encoding][0] + 0.5
+    for split, bits in (("val", first), ("train", first - first_gap)):
+        rows.append(
+            {
+                "method": "first_epoch",
+                "mode": "all",
+                "split": split,
+                "multiplier": 1,
+                "length": 128,
+                "bits_per_char": bits,
+                "window_bits": windows(bits),
+                "tokens_scored": 10,
+                "windows": len(WINDOW_NOISE),
+                "defined": True,
+            }
+        )
     return {
         "task": "lm",
         "encoding": encoding,
@@ -633,7 +651,7 @@ def test_changing_evaluation_settings_never_retrains(tmp_path):
         return jobs(snakemake(work, *base, name, "-n").stdout)
 
     test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())["extrapolation"]
-    longer = dict(test_cfg["lm"], eval=dict(test_cfg["lm"]["eval"], multipliers=[1, 2, 8]))
+    longer = dict(test_cfg["lm"], eval=dict(test_cfg["lm"]["eval"], multipliers=[1, 2, 4, 8]))
     assert dry_run("eval.yaml", {"lm": longer}) == {"extrapolation_evaluate"}
     # ... while a training setting does retrain: the check above can fail.
     more_steps = dict(test_cfg["lm"], train=dict(test_cfg["lm"]["train"], steps=31))
@@ -655,6 +673,10 @@ def default_config():
         (
             lambda x: x["lm"]["eval"].update(multipliers=[1, 4]),
             "extrapolation.lm.eval.multipliers = [1, 4]: must include 2",
+        ),
+        (
+            lambda x: x["lm"]["eval"].update(multipliers=[1, 2, 8]),
+            "extrapolation.lm.eval.multipliers = [1, 2, 8]: must include 4",
         ),
         (
             lambda x: x["passkey"]["eval"].update(multipliers=[2]),
@@ -751,6 +773,54 @@ def test_the_new_encodings_claims_fail_when_the_data_do_not_support_them():
     _, claims = run(encodings=tuple(e for e in ENCODINGS if e not in ("fire", "kerple", "xpos")))
     for name in ("fire_best_long", "kerple_flat", "xpos_degrades_less"):
         assert claims[name]["verdict"] == "n/a" and "not configured" in claims[name]["reason"]
+
+
+def test_fire_is_judged_at_four_times_l_train_with_every_length_shown():
+    """Li et al. evaluate FIRE up to 4x its training length: the claim is decided there. FIRE
+    behind ALiBi at 8x and 16x only still holds; behind it at 4x fails, however it does at 16x.
+    The leads at every length past L_train are in the ledger beside the checked ones."""
+    late = dict(CURVES, fire=[2.02, 2.02, 2.02, 2.4, 2.5])  # worse than ALiBi from 8x on
+    _, claims = run(late)
+    fire = claims["fire_best_long"]
+    assert fire["verdict"] == "pass"
+    assert "At 4x L_train" in fire["statement"]
+    assert "fire minus alibi bits/char at 4x ≤ 0.05" in fire["expected"]
+    shown = estimates(fire["measured"]["lead by length.alibi.fire"])
+    assert shown == pytest.approx({"2x": -0.02, "4x": -0.01, "8x": 0.37, "16x": 0.47})
+    assert estimates(fire["measured"]["rope minus fire bits/char at 4x"]) == pytest.approx(0.98)
+    early = dict(CURVES, fire=[2.02, 2.2, 2.3, 2.02, 2.02])  # behind at 4x, fine at 16x
+    assert run(early)[1]["fire_best_long"]["verdict"] == "fail"
+
+
+def test_alibi_flat_says_what_flat_shows_and_shows_mode_a_beside_it():
+    """Flat means the longer context does no harm; the ledger says so and shows mode a's
+    change (early tokens given more context) beside mode b's (the same tokens)."""
+    curves = dict(CURVES, alibi=[2.05, 2.04, 2.03, 2.03, 2.03])
+    m, claims = run(curves)
+    flat = claims["alibi_flat"]
+    assert "not that the model uses it" in flat["statement"]
+    assert "recency bias" in flat["statement"]
+    assert estimates(flat["measured"]["far change all.alibi"]) == pytest.approx(2.03 - 2.05)
+    assert set(m.evidence["far_change_all"]) == set(ENCODINGS) - {"learned"}
+
+
+def test_t5_is_trained_at_four_times_its_maximum_distance():
+    """Press et al.'s protocol for T5's bias: L_train >= 4x its maximum distance. The shipped
+    configs follow it; a maximum distance of L_train / 2 is refused, naming both keys."""
+    config = default_config()
+    assert config["extrapolation"]["lm"]["seq_len"] >= 4 * config["encoding"]["t5_max_distance"]
+    for name in ("test.yaml", "gpu.yaml"):
+        over = yaml.safe_load((ROOT / "config" / name).read_text())
+        seq_len = over.get("extrapolation", {}).get("lm", {}).get("seq_len", 128)
+        distance = over.get("encoding", {}).get("t5_max_distance")
+        distance = distance or config["encoding"]["t5_max_distance"]
+        assert seq_len >= 4 * distance, name
+    config["encoding"]["t5_max_distance"] = config["extrapolation"]["lm"]["seq_len"] // 2
+    (problem,) = [p for check in SPEC.checks for p in check(config)]
+    assert problem.startswith("config key extrapolation.lm.seq_len = 128: below 4 x ")
+    assert "encoding.t5_max_distance = 256" in problem and "Press et al." in problem
+    claim = next(c for c in SPEC.claims if c.id == "extrapolation.t5_mild")
+    assert "trained as Press et al. train it (L_train at least 4x" in claim.statement
 
 
 def test_passkey_claims_are_decided_on_the_seeds_that_learned():

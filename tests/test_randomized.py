@@ -116,7 +116,7 @@ def test_evaluation_draws_positions_and_a_learned_table_of_l_rand_rows_is_define
 
 def test_the_rule_script_trains_a_randomized_model_under_its_own_name(tmp_path):
     settings = {
-        "data": {"num_symbols": 4, "key_len": 2, "min_len": 5, "max_len": 8},
+        "data": {"num_symbols": 4, "key_len": 2, "min_len": 5, "max_len": 8, "curriculum": 0},
         "model": {"d_model": 8, "n_heads": 2, "n_layers": 1},
         "train": {"steps": 3, "batch_size": 2, "lr": 1e-3, "warmup_steps": 1},
         "encoding": {},

@@ -30,6 +30,7 @@ from posenc.train import (
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "workflow" / "scripts"))
+import evaluate_model as evaluate_script  # noqa: E402
 import train_model as train_script  # noqa: E402
 
 CPU = torch.device("cpu")
@@ -55,12 +56,12 @@ def run_tiny(
     batch = lm_batches(TOKENS, 16)
     calls = []
 
-    def batches(generator, batch_size):
+    def batches(generator, batch_size, step=0):
         calls.append(1)
         if stop_at is not None and len(calls) > stop_at:
             raise KeyboardInterrupt("simulated kill")
         time.sleep(delay)
-        return batch(generator, batch_size)
+        return batch(generator, batch_size, step)
 
     cfg = TrainConfig(
         steps=steps,
@@ -168,7 +169,7 @@ def test_nan_loss_names_the_run_and_step_and_leaves_no_checkpoint(tmp_path):
     batch = lm_batches(TOKENS, 16)
     calls = []
 
-    def poisoned(generator, batch_size):
+    def poisoned(generator, batch_size, step=0):
         calls.append(1)
         if len(calls) == 4:  # the weights go bad before step 3
             model.ln_f.weight.data.fill_(float("nan"))
@@ -264,9 +265,46 @@ def test_rule_script_writes_a_checkpoint_that_rebuilds_the_model(tmp_path):
         torch.testing.assert_close(model(tokens), again(tokens))
 
 
+def test_a_language_model_keeps_its_first_epoch_and_its_evaluation_scores_it(tmp_path):
+    """The memorisation claim compares the final model's train/validation gap with the same
+    model's after one pass over the training text: the checkpoint keeps that state, and the
+    evaluation scores it on the same windows as the final model at L_train."""
+    cfg = settings(tmp_path, batch_size=64)
+    model, meta, summary = train_script.compute("lm", "rope", 0, cfg, CPU, progress=io.StringIO())
+    train_chars = meta["data"]["train_characters"]
+    epoch = -(-train_chars // (64 * 16))
+    assert 0 < epoch < 6 and meta["first_epoch"]["step"] == epoch == summary["first_epoch_step"]
+    assert not torch.equal(  # an earlier state, not the final one
+        meta["first_epoch"]["model"]["ln_f.weight"], model.state_dict()["ln_f.weight"]
+    )
+    settings_eval = {
+        "multipliers": [1, 2],
+        "tokens": 64,
+        "segment": 8,
+        "segment_windows": 2,
+        "batch_tokens": 64,
+    }
+    record = evaluate_script.compute(model, meta, settings_eval, CPU)
+    first = [r for r in record["rows"] if r["method"] == "first_epoch"]
+    final = {
+        (r["split"]): r
+        for r in record["rows"]
+        if r["method"] == "plain" and r["mode"] == "all" and r["multiplier"] == 1
+    }
+    assert sorted(r["split"] for r in first) == ["train", "val"]
+    for r in first:  # the same windows as the final model's, scored with other weights
+        assert r["windows"] == final[r["split"]]["windows"]
+        assert r["bits_per_char"] != final[r["split"]]["bits_per_char"]
+    # A run shorter than one pass keeps no snapshot.
+    _, short, _ = train_script.compute(
+        "lm", "rope", 0, settings(tmp_path), CPU, progress=io.StringIO()
+    )
+    assert "first_epoch" not in short
+
+
 def test_passkey_task_trains_through_the_rule_script(tmp_path):
     cfg = settings(tmp_path)
-    cfg["data"] = {"num_symbols": 4, "key_len": 2, "min_len": 5, "max_len": 8}
+    cfg["data"] = {"num_symbols": 4, "key_len": 2, "min_len": 5, "max_len": 8, "curriculum": 0.5}
     _model, meta, summary = train_script.compute(
         "passkey", "none", 0, cfg, CPU, progress=io.StringIO()
     )

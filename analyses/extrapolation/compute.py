@@ -376,6 +376,15 @@ def evidence(
         for e in encodings
         if bits(e, "all", 1) is not None and bits(e, "all", 1, "train") is not None
     }
+    # What repeated passes over the training text added to that gap: the final model's gap
+    # minus its own after one pass (same windows, paired), so that the text sampling, which
+    # gives the gap alone an interval wider than any threshold of interest, cancels.
+    first = {e: series_name(e, "first_epoch") for e in gap}
+    gap_growth = {
+        e: gap[e] - (bits(first[e], "all", 1) - bits(first[e], "all", 1, "train"))
+        for e in gap
+        if bits(first[e], "all", 1) is not None and bits(first[e], "all", 1, "train") is not None
+    }
     reference = references.get(LEARNED_REFERENCE)
     learned_margin = (
         {e: ci(Resampled(reference - r.point, reference - r.draws)) for e, r in at_train.items()}
@@ -431,6 +440,30 @@ def evidence(
         "far_lead": {
             a: {b: ci(far[b] - far[a]) for b in defined_far if b != a} for a in defined_far
         },
+        # The same lead at every length past L_train (mode b), by length: a claim judged at one
+        # length shows the others beside it.
+        "lead_by_length": {
+            a: {
+                b: {
+                    f"{m}x": ci(bits(b, "segment", m) - bits(a, "segment", m))
+                    for m in multipliers
+                    if m > 1
+                    and bits(a, "segment", m) is not None
+                    and bits(b, "segment", m) is not None
+                }
+                for b in defined_far
+                if b != a
+            }
+            for a in defined_far
+        },
+        # Mode a's change from 1x to the longest length: every token of longer windows, whose
+        # early tokens get more context (Press et al. 2022, App. B), beside mode b's far_change
+        # on the same scored tokens, where only the context before them grows.
+        "far_change_all": {
+            e: ci(bits(e, "all", longest) - bits(e, "all", 1))
+            for e in encodings
+            if bits(e, "all", 1) is not None and bits(e, "all", longest) is not None
+        },
         "extension_gain": extension_gain,
         "passkey_at": at,
         "passkey_chance": chance,
@@ -439,6 +472,7 @@ def evidence(
         "passkey_other_accuracies": {e: a for e, a in other_accuracies.items() if a},
         "passkey_accuracy": {e: a for e, a in passkey_accuracy.items() if a},
         "memorisation_gap": {e: ci(r) for e, r in gap.items()},
+        "memorisation_growth": {e: ci(r) for e, r in gap_growth.items()},
         "randomized_gain": randomized_gain,
         "randomized_accuracy": {
             e: ci(at_long[e]) for e in passkey_encodings if split_model(e)[1] and e in at_long

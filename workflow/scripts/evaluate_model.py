@@ -15,9 +15,9 @@ from posenc import plugins
 from posenc.data import PasskeyTask, RandomizedPositions, trained_corpus
 from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY
-from posenc.evaluate import evaluate_lm, evaluate_passkey
+from posenc.evaluate import evaluate_lm, evaluate_passkey, gap_rows
 from posenc.io import write_json
-from posenc.train import load_checkpoint
+from posenc.train import build_model, load_checkpoint
 from posenc.workflow import setup
 
 
@@ -50,6 +50,24 @@ def compute(
             extensions=REGISTRY[meta["encoding"]].extensions,
             randomized=randomized,
         )
+        if "first_epoch" in meta:  # the model after one pass over its training text
+            snapshot = build_model(
+                meta["vocab_size"], meta["model_config"], meta["encoding"], meta["encoding_params"]
+            )
+            snapshot.load_state_dict(meta["first_epoch"]["model"])
+            record["first_epoch_step"] = meta["first_epoch"]["step"]
+            record["rows"] += gap_rows(
+                snapshot.to(device),
+                corpus.val,
+                corpus.train,
+                method="first_epoch",
+                train_len=meta["train_len"],
+                tokens=settings["tokens"],
+                segment=settings["segment"],
+                batch_tokens=settings["batch_tokens"],
+                device=device,
+                randomized=randomized,
+            )
     elif meta["task"] == "passkey":
         data = meta["data"]
         task = PasskeyTask(data["num_symbols"], data["key_len"])

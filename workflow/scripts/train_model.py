@@ -60,7 +60,8 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
         return lm_batches(corpus.train, seq_len), corpus.vocab_size, seq_len, description
     if task == "passkey":
         passkey = PasskeyTask(data["num_symbols"], data["key_len"])
-        batches = passkey.batches(data["min_len"], data["max_len"])
+        ramp_steps = round(data["curriculum"] * settings["train"]["steps"])
+        batches = passkey.batches(data["min_len"], data["max_len"], ramp_steps)
         return batches, passkey.vocab_size, data["max_len"], dict(data)
     raise ValueError(f"unknown task {task!r}; known: {', '.join(TASKS)}")
 
@@ -98,6 +99,12 @@ def compute(
     train_keys = set(TrainConfig.__dataclass_fields__)
     cfg = TrainConfig(**{k: v for k, v in settings["train"].items() if k in train_keys})
     label = f"{task}/{encoding}/seed{seed}"
+    # A language model is also kept as it was after one pass over its training text: every
+    # later drop of its training loss below its validation loss is what repeated passes
+    # memorised (extrapolation.no_memorisation compares the two states' gaps).
+    first_epoch = (
+        -(-data["train_characters"] // (cfg.batch_size * train_len)) if task == "lm" else None
+    )
     run_log = train(
         model,
         batches,
@@ -109,6 +116,7 @@ def compute(
         fingerprint=fingerprint(task, encoding, seed, settings, device.type),
         progress=progress,
         log=log,
+        snapshot_steps=(first_epoch,) if first_epoch and first_epoch < cfg.steps else (),
     )
     meta = {
         "task": task,
@@ -122,10 +130,13 @@ def compute(
         "encoding_params": encoding_params,
         "data": data,
     }
-    run_log.pop("snapshots")  # none asked for
+    snapshots = run_log.pop("snapshots")
+    if first_epoch in snapshots:
+        meta["first_epoch"] = {"step": first_epoch, "model": snapshots[first_epoch]}
     tail = max(1, len(run_log["losses"]) // 20)  # the last 5 % of steps
     summary = {
-        **meta,
+        **{k: v for k, v in meta.items() if k != "first_epoch"},
+        "first_epoch_step": first_epoch,
         "encoding": encoding,  # the aggregate groups by the shown name
         "device": device_name(device),
         "n_params": sum(p.numel() for p in model.parameters()),
