@@ -73,7 +73,21 @@ class CardColumn:
 
     ``routes``, for an analysis that measures named formulas rather than the configured
     encodings (conformance): ``(encoding, evidence, key, claim)`` per encoding it has a number
-    for, each read and judged as above; the other fields' evidence is then unused."""
+    for, each read and judged as above; the other fields' evidence is then unused.
+
+    ``asserts_absence``: the judged evidence paths (``judged``, else the path read; a route's
+    path) on which the claim's pass says the encoding *lacks* the column's property ("most
+    positions collide" under "distinct to L, bfloat16"): such a cell is coloured as a weakness
+    confirmed, never as the property holding. Empty: a pass means the property holds.
+
+    ``units``: ``(evidence path, unit, factor)`` for each path read (a route's too) whose numbers
+    share the column with numbers in another unit: each such cell names its unit and shows its
+    value multiplied by ``factor`` (a fraction in per cent: ``("...", "%", 100)``). The card's
+    caption explains each unit it shows (``posenc.card.UNIT_WORDS`` must know it).
+
+    ``caption``: a sentence the card's caption adds for this column (a definition the reader
+    needs beside the figure); braces as in ``note``, and ``{expected}``, the claim's expected
+    text."""
 
     label: str
     evidence: tuple[str, ...]
@@ -83,16 +97,51 @@ class CardColumn:
     judged_key: str | None = None
     note: str = ""
     routes: tuple[tuple[str, str, str, str | None], ...] = ()
+    asserts_absence: tuple[str, ...] = ()
+    units: tuple[tuple[str, str, float], ...] = ()
+    caption: str = ""
 
     def __post_init__(self):
         # A single path, or a list (as the columns travel to the card's job, as JSON).
-        paths = (self.evidence,) if isinstance(self.evidence, str) else tuple(self.evidence)
-        object.__setattr__(self, "evidence", paths)
+        def paths(value) -> tuple[str, ...]:
+            return (value,) if isinstance(value, str) else tuple(value)
+
+        object.__setattr__(self, "evidence", paths(self.evidence))
         object.__setattr__(self, "routes", tuple(tuple(r) for r in self.routes))
+        object.__setattr__(self, "asserts_absence", paths(self.asserts_absence))
+        object.__setattr__(self, "units", tuple(tuple(u) for u in self.units))
+        read = set(self.read())
+        for path in self.asserts_absence:
+            if path not in self.judged_paths():
+                raise ValueError(
+                    f"card column {self.label!r}: asserts_absence names {path!r}, not evidence "
+                    f"it is judged on ({', '.join(self.judged_paths()) or 'none'})"
+                )
+        for unit in self.units:
+            if len(unit) != 3 or unit[0] not in read:
+                raise ValueError(
+                    f"card column {self.label!r}: units entry {unit!r} must be (evidence path, "
+                    f"unit, factor) for a path the column reads ({', '.join(sorted(read))})"
+                )
 
     def claims(self) -> list[str]:
         """Every claim the column's cells are judged by."""
         return [c for c in (self.claim, *(r[3] for r in self.routes)) if c is not None]
+
+    def read(self) -> tuple[str, ...]:
+        """Every evidence path the column's numbers are read from."""
+        return tuple(r[1] for r in self.routes) if self.routes else self.evidence
+
+    def judged_paths(self) -> tuple[str, ...]:
+        """Every evidence path a verdict on the column's cells is read from."""
+        if self.routes:
+            return self.read()
+        return (self.judged,) if self.judged else self.evidence
+
+    def unit(self, path: str) -> tuple[str, float]:
+        """The unit the numbers read from ``path`` are named in, and the factor they are shown
+        multiplied by; ``("", 1)`` where the column's numbers share one unit."""
+        return next(((u, f) for p, u, f in self.units if p == path), ("", 1))
 
 
 @dataclass(frozen=True)

@@ -19,9 +19,10 @@ from posenc.claims import is_interval
 
 # What a cell's colour says: whether the encoding has the column's property, as the claim
 # that judges the cell found. Green only ever marks a property that holds: a claim that
-# asserts an encoding *lacks* it (positions that collide in bfloat16) and holds is a weakness
-# confirmed, in its own colour. A claim that fails is red, whichever way it pointed. The
-# page's stylesheet gives the table the same colours (report_templates/style.css, .card-*).
+# asserts an encoding *lacks* it (positions that collide in bfloat16; its column says so in
+# ``CardColumn.asserts_absence``) and holds is a weakness confirmed, in its own colour. A claim
+# that fails is red, whichever way it pointed. The page's stylesheet gives the table the same
+# colours (report_templates/style.css, .card-*).
 OUTCOMES = ("holds", "lacks", "fail", "inconclusive", "none", "missing")
 COLOURS = {
     "holds": "#cfe8d5",
@@ -40,52 +41,15 @@ OUTCOME_WORDS = {
     "missing": "not measured",
 }
 
-# The claims whose verdict on an entry of this evidence says the encoding lacks the property
-# its card column names, (claim, evidence judged). Every other claim on the card asserts the
-# property (equivariance broken, shift invariance, a linear offset map): its pass means it
-# holds. The analyses' columns do not declare this yet, so the card keeps it here.
-ASSERTS_ABSENCE = frozenset(
-    {
-        # "Most positions collide" under the column "distinct to L, bfloat16".
-        ("aliasing.low_precision_collapse", "collapse_distinct_fraction"),
-        # Absolute encodings change under a shift, under the column "shift invariance".
-        ("equivariance.relative_shift_invariance", "absolute_shift_weakest"),
-    }
-)
-
-# The unit of each number that shares a column with numbers in another unit (a column that
-# reads two evidence paths, or routes each encoding to its own), so that each such cell names
-# its unit: (section, evidence path) -> (unit, factor the value is shown multiplied by).
-UNITS = {
-    ("equivariance", "relative_shift_ulps"): ("ε", 1),
-    ("equivariance", "absolute_shift_weakest"): ("%", 100),
-    ("rotation", "offset_map_over_bound"): ("× bound", 1),
-    ("rotation", "learned_min_error"): ("%", 100),
-    ("conformance", "rope_over_bound"): ("× bound", 1),
-    ("conformance", "sinusoidal_over_bound"): ("× bound", 1),
-    ("conformance", "alibi_max_ulps"): ("ulp", 1),
-    ("conformance", "t5_mismatches"): ("buckets", 1),
-}
+# What each unit a column may name (``CardColumn.units``) means, for the card's caption. The
+# analyses declare which numbers are in which unit; the card words them. A unit missing here
+# stops the card (:func:`build`) rather than show a unit the caption cannot explain.
 UNIT_WORDS = {
     "ε": "ε, the machine epsilon of the dtype",
     "%": "%, a relative change or error in per cent",
     "× bound": "× bound, a multiple of the rounding bound the section derives (≤ 1: rounding)",
     "ulp": "ulp, units in the last place",
     "buckets": "buckets, T5 buckets that differ from the formula",
-}
-
-# Columns whose note the card replaces with the definition of the claim that judges them:
-# the number is that claim's measurement, so the claim's definition is the one that holds.
-# (section, first evidence path) -> note and a sentence for the card's caption; braces take
-# the evidence's scalars and {expected}, the claim's expected text.
-DEFINITIONS = {
-    ("similarity", "monotone_reach"): {
-        "note": "how far the positional similarity keeps falling with the offset before it "
-        "first rises: the first offset at which it does not fall, in half periods π/ω_max of "
-        "the fastest wave (ω_max = {omega_max}), as its claim counts it",
-        "caption": "“Near above far” is counted in half periods π/ω_max of the fastest wave "
-        "(ω_max = {omega_max}), as its claim counts it ({expected}).",
-    },
 }
 
 
@@ -148,16 +112,12 @@ def _number(value: Any, factor: float, unit: str) -> str:
 
 
 def cell(
-    column: CardColumn,
-    evidence: Mapping[str, Any],
-    ledger: Mapping[str, dict],
-    encoding: str,
-    section: str = "",
+    column: CardColumn, evidence: Mapping[str, Any], ledger: Mapping[str, dict], encoding: str
 ) -> dict[str, Any]:
     """One encoding's cell of ``column``: its value; its number as shown and the unit it is
-    in, where its column mixes units (:data:`UNITS`), and both as one ``text``; its claim's
-    ``verdict`` (None: none given; "missing": not measured) and the ``outcome`` its colour
-    shows (:func:`outcome`)."""
+    in, where its column mixes units (``CardColumn.units``), and both as one ``text``; its
+    claim's ``verdict`` (None: none given; "missing": not measured) and the ``outcome`` its
+    colour shows (:func:`outcome`, with ``CardColumn.asserts_absence``)."""
     missing = {
         "value": None,
         "number": "—",
@@ -167,29 +127,31 @@ def cell(
         "outcome": "missing",
     }
     values = _scalars(evidence, encoding)
+    paths, key, claim = column.evidence, column.key, column.claim
+    judged, judged_key = column.judged, column.judged_key
     if column.routes:
         route = next((r for r in column.routes if r[0] == encoding), None)
         if route is None:
             return missing
         _, path, key, claim = route
-        column = CardColumn(column.label, (path,), key=key, claim=claim)
-    key = column.key.format_map(values)
+        paths, judged, judged_key = (path,), None, None
+    shown_key = key.format_map(values)
     path, value = None, None
-    for candidate in column.evidence:
-        value = _at(evidence.get(candidate), key)
+    for candidate in paths:
+        value = _at(evidence.get(candidate), shown_key)
         if value is not None:
             path = candidate
             break
     if path is None:
         return missing
     verdict = None
-    judged = column.judged or path
-    entry = ledger.get(column.claim) if column.claim else None
+    judged = judged or path
+    entry = ledger.get(claim) if claim else None
     if entry is not None:
-        judged_key = (column.judged_key or column.key).format_map(values)
+        judged_key = (judged_key or key).format_map(values)
         # An outcome is kept per top-level entry of the evidence mapping.
         verdict = entry.get("outcomes", {}).get(judged, {}).get(judged_key.split(".")[0])
-    unit, factor = UNITS.get((section, path), ("", 1))
+    unit, factor = column.unit(path)
     number = _number(value, factor, unit)
     text = f"{number} {unit}" if unit and unit != "%" else number
     return {
@@ -198,7 +160,7 @@ def cell(
         "unit": "" if unit == "%" else unit,
         "text": text,
         "verdict": verdict,
-        "outcome": outcome(verdict, (column.claim, judged) in ASSERTS_ABSENCE),
+        "outcome": outcome(verdict, judged in column.asserts_absence),
     }
 
 
@@ -219,38 +181,42 @@ def build(
     one), so a user's encoding stands out.
 
     Each column carries the expected text of the claim that colours it, and ``caption`` the
-    sentences the card's caption needs: the definition of a column that follows its claim's
-    (:data:`DEFINITIONS`) and the units named in cells (:data:`UNITS`)."""
+    sentences the card's caption needs: each column's own (``CardColumn.caption``) and the
+    units named in cells (``CardColumn.units``, worded by :data:`UNIT_WORDS`)."""
     columns, getters, caption = [], [], []
     for sec in sections:
         ledger = {c["id"]: c for c in sec["ledger"]}
         # Labels and notes may name the section's summary scalars too (ω_max, say).
         scalars = _scalars({**sec.get("summary", {}), **sec["evidence"]})
         for column in sec["columns"]:
+            unknown = [u for _, u, _ in column.units if u not in UNIT_WORDS]
+            if unknown:
+                raise ValueError(
+                    f"card column {column.label!r} of {sec['id']}: unit "
+                    f"{', '.join(map(repr, unknown))} is not one the card's caption can explain "
+                    f"(posenc.card.UNIT_WORDS: {', '.join(map(repr, UNIT_WORDS))})"
+                )
             claim = ledger.get(column.claim) if column.claim else None
             expected = (claim or {}).get("expected", "")
-            first = column.evidence[0] if column.evidence else None
-            definition = DEFINITIONS.get((sec["id"], first), {})
-            note = definition.get("note", column.note)
-            if definition.get("caption"):
-                caption.append(_fill(definition["caption"], scalars, expected=expected))
+            if column.caption:
+                caption.append(_fill(column.caption, scalars, expected=expected))
             columns.append(
                 {
                     "label": column.label.format_map(scalars),
-                    "note": _fill(note, scalars),
+                    "note": _fill(column.note, scalars, expected=expected),
                     "section": sec["id"],
                     "section_title": sec["title"],
                     "claim": column.claim,
                     "claim_expected": expected or None,
                 }
             )
-            getters.append((column, sec["evidence"], ledger, sec["id"]))
+            getters.append((column, sec["evidence"], ledger))
     rows = [
         {
             "encoding": name,
             "summary": meta.get(name, {}).get("summary", ""),
             "plugin": meta.get(name, {}).get("plugin"),
-            "cells": [cell(column, ev, ledger, name, sid) for column, ev, ledger, sid in getters],
+            "cells": [cell(column, ev, ledger, name) for column, ev, ledger in getters],
         }
         for name in encodings
     ]

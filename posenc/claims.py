@@ -192,6 +192,18 @@ def lookup(evidence: Mapping[str, Any], path: str) -> Any:
 
 
 def _text(value: Any) -> str:
+    """Evidence as a statement or an expected text names it: a list written out with commas,
+    an interval as its estimate and bounds (``5.752 [5.668, 5.824]``, as the report's
+    measured column writes one), a mapping entry by entry; never a raw ``{'estimate': ...}``."""
+    if is_interval(value):
+        est, low, high = (value[k] for k in ("estimate", "low", "high"))
+        if not all(_number(x) for x in (est, low, high)):
+            return "undefined"
+        if low == high:
+            return f"{est:.4g}"
+        return f"{est:.4g} [{low:.4g}, {high:.4g}]"
+    if isinstance(value, Mapping):
+        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items()) or "none configured"
     if isinstance(value, (list, tuple)):
         return ", ".join(map(str, value)) or "none configured"
     if isinstance(value, float):

@@ -265,6 +265,7 @@ def test_green_marks_only_a_property_that_holds():
         claim="aliasing.low_precision_collapse",
         judged="collapse_distinct_fraction",
         judged_key="{encoding}, bfloat16",
+        asserts_absence=("collapse_distinct_fraction",),
     )
     section = {"id": "aliasing", "title": "A", "columns": [column], "evidence": evidence,
                "ledger": ledger}  # fmt: skip
@@ -279,20 +280,54 @@ def test_green_marks_only_a_property_that_holds():
     assert card.OUTCOME_WORDS["holds"].startswith("has the property")
     # A claim that asserts the property colours its pass green, as before.
     assert card.outcome("pass") == "holds" and card.outcome(None) == "none"
+    plain = CardColumn(**{**vars(column), "asserts_absence": ()})
+    data = card.build([{**section, "columns": [plain]}], ["rope"], {})
+    assert data["rows"][0]["cells"][0]["outcome"] == "holds"
 
 
-def test_every_card_column_that_asserts_an_absence_names_a_real_claim():
-    # The card keeps, apart from the analyses, which claims assert that an encoding lacks its
-    # column's property: each must still be a claim that colours a card column.
+def test_what_the_analyses_declare_about_their_columns_names_what_they_read():
+    # Which verdicts mean an encoding lacks a property, and which numbers are in which unit, are
+    # declared by the analyses beside their columns: each names evidence its column reads (or
+    # is judged on), and each unit is one the card's caption explains.
     from posenc.analysis import discover
 
-    judged = {
-        (column.claim, column.judged or path)
-        for spec in discover(ROOT).values()
-        for column in spec.card
-        for path in column.evidence
-    }
-    assert card.ASSERTS_ABSENCE <= judged
+    declared = {"asserts_absence": set(), "units": set()}
+    for spec in discover(ROOT).values():
+        for column in spec.card:
+            assert set(column.asserts_absence) <= set(column.judged_paths()), column.label
+            for path, unit, factor in column.units:
+                assert path in column.read() and unit in card.UNIT_WORDS, column.label
+                assert isinstance(factor, (int, float)) and factor > 0
+            declared["asserts_absence"] |= {(spec.id, p) for p in column.asserts_absence}
+            declared["units"] |= {(spec.id, unit) for _, unit, _ in column.units}
+    # The columns the card's colours and units were first written for still declare them.
+    assert {
+        ("aliasing", "collapse_distinct_fraction"),
+        ("equivariance", "absolute_shift_weakest"),
+    } <= declared["asserts_absence"]
+    assert {u for _, u in declared["units"]} == set(card.UNIT_WORDS)
+
+
+@pytest.mark.parametrize(
+    "fields,says",
+    [
+        ({"asserts_absence": ("other",)}, "asserts_absence names 'other', not evidence"),
+        ({"units": (("other", "%", 100),)}, "units entry ('other', '%', 100) must be"),
+        ({"units": (("err", "%"),)}, "units entry ('err', '%') must be"),
+    ],
+    ids=["absence of unread evidence", "unit of unread evidence", "unit without factor"],
+)
+def test_a_column_declaring_evidence_it_does_not_read_is_refused(fields, says):
+    with pytest.raises(ValueError, match=re.escape(says)):
+        CardColumn("error", "err", claim="a.claim", **fields)
+
+
+def test_a_unit_the_caption_cannot_explain_stops_the_card():
+    column = CardColumn("error", "err", units=(("err", "furlongs", 1),))
+    section = {"id": "a", "title": "A", "columns": [column], "evidence": {"err": {"rope": 1.0}},
+               "ledger": []}  # fmt: skip
+    with pytest.raises(ValueError, match="unit 'furlongs' is not one the card's caption can"):
+        card.build([section], ["rope"], {})
 
 
 def test_a_column_that_mixes_units_names_the_unit_in_each_cell():
@@ -315,6 +350,8 @@ def test_a_column_that_mixes_units_names_the_unit_in_each_cell():
         "shift invariance",
         ("relative_shift_ulps", "absolute_shift_weakest"),
         claim="equivariance.relative_shift_invariance",
+        asserts_absence=("absolute_shift_weakest",),
+        units=(("relative_shift_ulps", "ε", 1), ("absolute_shift_weakest", "%", 100)),
     )
     section = {"id": "equivariance", "title": "E", "columns": [column], "evidence": evidence,
                "ledger": ledger}  # fmt: skip
@@ -330,12 +367,13 @@ def test_a_column_that_mixes_units_names_the_unit_in_each_cell():
 
 def test_near_above_far_is_defined_as_its_claim_defines_it():
     # The number is the claim's own measurement (similarity.monotone_near: half periods of
-    # the fastest wave, pi / omega_max); the card's note and caption say so, with omega_max
-    # from the section's summary and the claim's expected text.
+    # the fastest wave, pi / omega_max); the column's note and caption, as its spec declares
+    # them, say so, with omega_max from the section's summary and the claim's expected text.
     spec = discover_spec("similarity")
     [column] = [c for c in spec.card if c.claim == "similarity.monotone_near"]
     [claim] = [c for c in spec.claims if c.id == "similarity.monotone_near"]
     assert "fastest wave" in claim.statement
+    assert "fastest wave" in column.note and "slowest" not in column.note
     ledger = [
         {
             "id": claim.id,
@@ -446,7 +484,12 @@ def test_routed_cells_read_each_encodings_own_evidence_and_claim():
     rows = card.build([section], ["rope", "t5_bias", "alibi"], {})["rows"]
     assert [r["cells"][0]["text"] for r in rows] == ["0.1", "3", "—"]
     assert [r["cells"][0]["verdict"] for r in rows] == ["pass", "fail", "missing"]
-    # Columns travel to the card's job as plain data and come back the same.
+    # Columns travel to the card's job as plain data and come back the same, every field a
+    # spec declares included.
     import dataclasses
 
-    assert CardColumn(**json.loads(json.dumps(dataclasses.asdict(column)))) == column
+    from posenc.analysis import discover
+
+    declared = [c for spec in discover(ROOT).values() for c in spec.card]
+    for c in [column, *declared]:
+        assert CardColumn(**json.loads(json.dumps(dataclasses.asdict(c)))) == c

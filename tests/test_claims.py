@@ -200,6 +200,27 @@ def test_statement_names_evidence():
     assert entry["section"] == "sec"
 
 
+def test_a_statement_writes_an_interval_as_estimate_and_bounds_never_as_data():
+    # "{parity_best_bits}" once rendered as {'estimate': 5.75, 'low': ...} in the statement.
+    claim = Claim(
+        "sec.s",
+        "Best: {best} bits/char; exact: {exact}; each: {each}.",
+        checks=(Check("x", value=True),),
+        kind="identity",
+    )
+    evidence = {
+        "x": True,
+        "best": interval(5.751849607753456, 5.668076048179053, 5.8242099338435676),
+        "exact": interval(2.0, 2.0, 2.0),
+        "each": {"rope": interval(0.5, 0.25, 0.75), "alibi": 1.5},
+    }
+    (entry,) = evaluate((claim,), evidence, {}, "sec")
+    assert entry["statement"] == (
+        "Best: 5.752 [5.668, 5.824] bits/char; exact: 2; each: rope: 0.5 [0.25, 0.75]; alibi: 1.5."
+    )
+    assert "{'" not in entry["statement"] and "estimate" not in entry["statement"]
+
+
 @pytest.mark.parametrize(
     "kwargs",
     [

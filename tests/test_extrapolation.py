@@ -332,6 +332,17 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     assert "4N" not in passkey["passkey other accuracies"]["none"]
 
 
+def test_statements_show_numbers_never_raw_evidence():
+    # A statement names evidence in braces; an interval (the best encoding's bits/char) is
+    # written as its estimate and bounds, never as the mapping it is stored as.
+    m, claims = run()
+    for cid, c in claims.items():
+        assert "{'" not in c["statement"] and "estimate" not in c["statement"], cid
+    best = m.evidence["parity_best_bits"]
+    shown = f"{best['estimate']:.4g} [{best['low']:.4g}, {best['high']:.4g}] bits/char"
+    assert shown in claims["in_distribution_parity"]["statement"]
+
+
 def test_every_mean_has_an_interval_that_holds_its_estimate():
     m, _ = run()
     for e, change in m.evidence["far_change"].items():

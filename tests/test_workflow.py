@@ -62,6 +62,13 @@ def test_every_claim_passes_or_is_declared_untestable(test_run):
             assert "straddles the threshold" in c["reason"], cid
 
 
+def test_no_statement_shows_raw_evidence(test_run):
+    # Evidence named in a statement is written as a reader reads it: an interval as
+    # "estimate [low, high]", never as the {'estimate': ...} mapping it is stored as.
+    for cid, c in ledger(test_run).items():
+        assert "{'" not in c["statement"] and "estimate" not in c["statement"], cid
+
+
 def test_report_embeds_every_figure_and_links_every_claim(test_run):
     html = (test_run / "results/report/index.html").read_text()
     figures = []

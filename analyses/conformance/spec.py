@@ -311,6 +311,12 @@ SPEC = AnalysisSpec(
             "library implements it too (their agreement with it and with ours is in the "
             "section): RoPE and sinusoidal, the largest error over its rounding bound; ALiBi, "
             "the largest slope difference in ulps; T5, the buckets that differ",
+            units=(
+                ("rope_over_bound", "× bound", 1),
+                ("sinusoidal_over_bound", "× bound", 1),
+                ("alibi_max_ulps", "ulp", 1),
+                ("t5_mismatches", "buckets", 1),
+            ),
         ),
     ),
 )

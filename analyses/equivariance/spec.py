@@ -48,8 +48,8 @@ SPEC = AnalysisSpec(
     },
     tables={
         "seed": Table(
-            "The seed's check (nn.MultiheadAttention(16, 2), 5 tokens): max |Attn(PX) − P "
-            "Attn(X)| and torch.allclose as the seed calls it."
+            "The check “Transformers · Positional encoding” runs (nn.MultiheadAttention(16, 2), "
+            "5 tokens): max |Attn(PX) − P Attn(X)| and torch.allclose as it calls it."
         ),
         "permutation": Table(
             "Relative permutation error per encoding and attention: the largest over every "
@@ -66,10 +66,10 @@ SPEC = AnalysisSpec(
     claims=(
         Claim(
             "equivariance.seed_check",
-            "The seed's check: nn.MultiheadAttention(16, 2) without positions only permutes "
-            "its output, and after adding sinusoidal PE it does not: the largest difference "
-            "stays within the seed's atol without PE and exceeds it with PE (the seed itself "
-            "prints True, True).",
+            "The check “Transformers · Positional encoding” runs: nn.MultiheadAttention(16, 2) "
+            "without positions only permutes its output, and after adding sinusoidal PE it does "
+            "not: the largest difference stays within that document's atol without PE and "
+            "exceeds it with PE (the document itself prints True, True).",
             kind="software",
             checks=(
                 Check("seed.no_pe_max_abs", "<=", "seed_atol_equal", label="no PE max|diff|"),
@@ -159,6 +159,9 @@ SPEC = AnalysisSpec(
             note="outputs under a shift of every position: relative encodings, the largest "
             "change in eps of the dtype (unchanged up to rounding); absolute ones, the least "
             "changed model's largest change (they do change)",
+            # On absolute encodings the claim holds where the outputs change: they lack it.
+            asserts_absence=("absolute_shift_weakest",),
+            units=(("relative_shift_ulps", "ε", 1), ("absolute_shift_weakest", "%", 100)),
         ),
     ),
 )

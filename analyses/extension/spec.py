@@ -177,7 +177,8 @@ SPEC = AnalysisSpec(
             "What each method does to RoPE's {pairs} frequency pairs (head width {head_dim}, "
             "base {base}, L_train = {train_len}) at each fine-tuning scale: the smallest and "
             "largest ratio of its inverse frequency to the plain one, and its attention factor. "
-            "Every row's frequencies are in metrics.json.",
+            "Every row's inverse frequencies are published in full with the section's results, "
+            "as data (the report's data download, under “frequencies”).",
             csv="frequencies",
         ),
         "yarn_rounding": Table(

@@ -382,6 +382,7 @@ def table_learned(m: Measurements, ctx: Context):
         "bits/char at L_train",
         "reference",
         "learned",
+        "below 4-gram",
         "late fall",
         "plateaued",
     ]
@@ -393,6 +394,7 @@ def table_learned(m: Measurements, ctx: Context):
             r["bits"],
             r["reference"],
             yes[r["learned"]],
+            yes[r.get("beats_target")],
             r["late_fall_bits"],
             yes[r["plateaued"]],
         ]
@@ -408,6 +410,7 @@ def table_learned(m: Measurements, ctx: Context):
                 None,
                 None,
                 f"{len(learned)} of {len(seeds)} (seeds {shown})",
+                None,
                 None,
                 None,
             ]

@@ -265,10 +265,11 @@ SPEC = AnalysisSpec(
         "learned": Table(
             "Which trained models learned their task, the precondition of every claim on "
             "them. Language models: validation bits/char at L_train (mode a) against the "
-            "interpolated Kneser-Ney trigram of the training text (learned: below it), and how "
-            "much the training loss fell over the last tenth of the steps (plateaued: under "
-            "0.02 bits/char). Passkey: the seeds whose exact match at N is at least "
-            "{passkey_learned_at:g}, of all seeds.",
+            "interpolated Kneser-Ney trigram of the training text (learned: below it), whether "
+            "it is below the 4-gram too (the training recipe's aim for every encoding but "
+            "NoPE), and how much the training loss fell over the last tenth of the steps "
+            "(plateaued: under 0.02 bits/char). Passkey: the seeds whose exact match at N is "
+            "at least {passkey_learned_at:g}, of all seeds.",
         ),
         "extensions": Table(
             "Context extensions evaluated without fine-tuning: how much each lowers the plain "

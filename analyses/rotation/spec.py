@@ -239,6 +239,7 @@ SPEC = AnalysisSpec(
             note="a least-squares map PE(p) → PE(p + k) on held-out positions: for fixed "
             "tables, the largest error over its rounding bound (≤ 1: the map exists); for a "
             "learned table, the smallest relative error (no map)",
+            units=(("offset_map_over_bound", "× bound", 1), ("learned_min_error", "%", 100)),
         ),
     ),
 )

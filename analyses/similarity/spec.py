@@ -240,8 +240,12 @@ SPEC = AnalysisSpec(
             "monotone_reach",
             key="{encoding} kernel",
             claim="similarity.monotone_near",
-            note="how far (in half-periods of the slowest wave shown) the positional similarity "
-            "keeps falling with the offset before it first rises",
+            # The number is its claim's measurement, so it is defined as the claim defines it.
+            note="how far the positional similarity keeps falling with the offset before it "
+            "first rises: the first offset at which it does not fall, in half periods π/ω_max of "
+            "the fastest wave (ω_max = {omega_max}), as its claim counts it",
+            caption="“Near above far” is counted in half periods π/ω_max of the fastest wave "
+            "(ω_max = {omega_max}), as its claim counts it ({expected}).",
         ),
     ),
 )
