@@ -179,6 +179,11 @@ def _llama3(head_dim, base, scale, original_length, length, params) -> ScaledRop
                                  (1 - smooth) theta_i / s + smooth theta_i
 
     Llama 3.1: s = 8, low_freq_factor = 1, high_freq_factor = 4, L = 8192. Factor 1.
+
+    Llama 4 Scout ships low_freq_factor = high_freq_factor = 1: the band is empty and the
+    formula the limit high -> low, a step (kept below lambda = L / low, divided above; kept at
+    lambda = L / low itself, where smooth would be 0 / 0). Meta's reference code asserts
+    low != high; transformers computes the 0 / 0 and discards it with ``torch.where``.
     """
     low_freq_factor, high_freq_factor = params["low_freq_factor"], params["high_freq_factor"]
     low_freq_wavelen = original_length / low_freq_factor
@@ -190,6 +195,8 @@ def _llama3(head_dim, base, scale, original_length, length, params) -> ScaledRop
             inv_freq.append(theta)
         elif wavelen > low_freq_wavelen:
             inv_freq.append(theta / scale)
+        elif high_freq_factor == low_freq_factor:
+            inv_freq.append(theta)
         else:
             smooth = (original_length / wavelen - low_freq_factor) / (
                 high_freq_factor - low_freq_factor
@@ -376,9 +383,9 @@ def _check_llama3(params, head_dim, scale, original_length) -> None:
     low, high = params["low_freq_factor"], params["high_freq_factor"]
     if not _is_number(low) or low <= 0:
         raise ValueError(f"low_freq_factor must be a finite number > 0, got {low!r}")
-    if not _is_number(high) or high <= low:
+    if not _is_number(high) or high < low:
         raise ValueError(
-            f"high_freq_factor must be a finite number > low_freq_factor ({low!r}), got {high!r}"
+            f"high_freq_factor must be a finite number >= low_freq_factor ({low!r}), got {high!r}"
         )
 
 

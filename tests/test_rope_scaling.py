@@ -583,7 +583,7 @@ LONGROPE = {"short_factor": ONES, "long_factor": ONES}
         ({"params": {"truncate": "yes"}}, "truncate"),
         ({"params": {"mscale": 1.0}}, "mscale"),  # a DeepSeek key this module does not implement
         ({"method": "llama3", "params": {"beta_fast": 32}}, "beta_fast"),  # not llama3's
-        ({"method": "llama3", "params": {"high_freq_factor": 1}}, "high_freq_factor"),
+        ({"method": "llama3", "params": {"high_freq_factor": 0.5}}, "high_freq_factor"),
         (
             {"method": "llama3", "params": {"low_freq_factor": 4, "high_freq_factor": 2}},
             "high_freq_factor",

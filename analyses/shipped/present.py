@@ -1,0 +1,235 @@
+"""Shipped-configs figures and tables: one function per figure and per table of the spec.
+Model × property grid colouring is the template's, from the ledger's per-model outcomes."""
+
+from posenc.analysis import Context, Measurements
+from posenc.plotting import nothing_to_show
+
+FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
+NA = "n/a"
+
+
+def _cmap(n: int):
+    import matplotlib.pyplot as plt
+
+    cmap = plt.get_cmap("tab20")
+    return [cmap(i % 20) for i in range(n)]
+
+
+def figure_spectrum(m: Measurements, ctx: Context):
+    """Wavelength over the advertised context per pair (log y), a line per model and layer type."""
+    import matplotlib.pyplot as plt
+
+    lines = [
+        (
+            f"{model['model']} ({s['layer_type']})"
+            if len(model["spectra"]) > 1
+            else model["model"],
+            s["wavelength"],
+            model["context"],
+        )
+        for model in m.summary["models"]
+        for s in model["spectra"]
+    ]
+    if not lines:
+        return nothing_to_show("no rotary model measured")
+    fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
+    for (label, wavelength, context), color in zip(lines, _cmap(len(lines))):
+        n = len(wavelength)
+        x = [(i + 0.5) / n for i in range(n)]
+        y = [w / context if w is not None else None for w in wavelength]
+        ax.plot(
+            x, [v if v is not None else float("nan") for v in y], color=color, lw=1.2, label=label
+        )
+    ax.axhline(1.0, color="grey", lw=1)
+    ax.set_yscale("log")
+    ax.set_xlabel("pair index i / (d/2)")
+    ax.set_ylabel("wavelength 2π/ω over advertised context")
+    ax.legend(fontsize=6, ncol=2, loc="upper left", frameon=False)
+    return fig
+
+
+def figure_angle_error(m: Measurements, ctx: Context):
+    """Angle error against position, log-log: a panel per path, a line per model (its first
+    layer type with the largest error at the context)."""
+    import matplotlib.pyplot as plt
+
+    paths = list(m.summary["paths"])
+    curve = m.rows.get("curve", [])
+    if not curve:
+        return nothing_to_show("no rotary model measured")
+    models = list(dict.fromkeys(r["model"] for r in curve))
+    colors = dict(zip(models, _cmap(len(models))))
+    fig, axes = plt.subplots(
+        1,
+        len(paths),
+        figsize=(3.2 * len(paths), 3.6),
+        sharex=True,
+        sharey=True,
+        layout="constrained",
+        squeeze=False,
+    )
+    for ax, path in zip(axes[0], paths):
+        for model in models:
+            rows = [
+                r for r in curve if r["model"] == model and r["path"] == path and r["position"] > 0
+            ]
+            by_pos: dict[int, float] = {}
+            for r in rows:  # worst layer type per position
+                by_pos[r["position"]] = max(by_pos.get(r["position"], 0.0), r["max_angle_error"])
+            xs = sorted(by_pos)
+            ax.plot(xs, [max(by_pos[x], FLOOR) for x in xs], color=colors[model], lw=1, label=model)
+        ax.axhline(ctx.cfg["thresholds"]["angle_rad"], color="grey", lw=1)
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(m.summary["paths"][path], fontsize=8)
+        ax.set_xlabel("position")
+    axes[0][0].set_ylabel("largest angle error (rad)")
+    axes[0][-1].legend(fontsize=6, frameon=False, loc="lower right")
+    return fig
+
+
+def _fmt(value, digits=3):
+    if value is None:
+        return NA
+    if isinstance(value, float):
+        return f"{value:.{digits}g}"
+    return value
+
+
+def table_frequencies(m: Measurements, ctx: Context):
+    columns = (
+        "model",
+        "layer type",
+        "rope type",
+        "base",
+        "rotated dims",
+        "tf − posenc (ulps)",
+        "tf − formula (ulps)",
+        "posenc − formula (ulps)",
+        "factor tf",
+        "factor posenc",
+        "status",
+    )
+    rows = [
+        (
+            r["model"],
+            r["layer_type"],
+            r.get("rope_type", NA),
+            _fmt(r.get("base")),
+            r.get("rotated_dims", NA),
+            _fmt(r.get("transformers_vs_posenc_ulps")),
+            _fmt(r.get("transformers_vs_formula_ulps")),
+            _fmt(r.get("posenc_vs_formula_ulps")),
+            _fmt(r.get("attention_factor_transformers"), 6),
+            _fmt(r.get("attention_factor_posenc"), 6),
+            r["status"],
+        )
+        for r in m.rows.get("frequencies", [])
+    ]
+    return columns, rows
+
+
+def table_precision(m: Measurements, ctx: Context):
+    columns = (
+        "model",
+        "layer type",
+        "path",
+        "context",
+        "error at context",
+        "max error",
+        "first sampled past",
+        "relative max",
+        "product part",
+        "inv_freq part",
+    )
+    rows = [
+        (
+            r["model"],
+            r["layer_type"],
+            r["path"],
+            r["context"],
+            _fmt(r["error_at_context"]),
+            _fmt(r["max_error"]),
+            r["first_sampled_past"] or "none",
+            _fmt(r["relative_max"]),
+            _fmt(r["product_part_at_context"]),
+            _fmt(r["inv_freq_part_at_context"]),
+        )
+        for r in m.rows.get("precision", [])
+    ]
+    return columns, rows
+
+
+def table_spectrum(m: Measurements, ctx: Context):
+    columns = (
+        "model",
+        "layer type",
+        "pairs",
+        "trained L",
+        "context",
+        "critical pairs",
+        "Liu d_extra",
+        "moved pairs",
+        "critical moved",
+        "critical turning in context",
+        "longest wavelength",
+    )
+    rows = [
+        (
+            r["model"],
+            r["layer_type"],
+            r["pairs"],
+            r["original_length"],
+            r["context"],
+            r["critical_pairs"],
+            r["liu_critical_dimension"],
+            r["moved_pairs"],
+            r["critical_moved"],
+            r["critical_turning_within_context"],
+            _fmt(r["longest_wavelength"]),
+        )
+        for r in m.rows.get("spectrum", [])
+    ]
+    return columns, rows
+
+
+def table_distinct(m: Measurements, ctx: Context):
+    columns = (
+        "model",
+        "layer type",
+        "path",
+        "exact up to",
+        "first repeat",
+        "of",
+        "distinct fraction",
+        "sampled beyond",
+        "sampled first repeat",
+    )
+    rows = [
+        (
+            r["model"],
+            r["layer_type"],
+            r["path"],
+            r["exact_up_to"],
+            r["first_repeat"] or "none",
+            r["first_repeat_of"] if r["first_repeat_of"] is not None else "—",
+            _fmt(r["distinct_fraction"]),
+            r["sampled_beyond"] or "—",
+            r["sampled_first_repeat"] or "none",
+        )
+        for r in m.rows.get("distinct", [])
+    ]
+    return columns, rows
+
+
+def table_jumps(m: Measurements, ctx: Context):
+    columns = ("model", "layer type", "kind", "measured")
+    rows = []
+    for r in m.rows.get("jumps", []):
+        measured = "; ".join(
+            f"{k.replace('_', ' ')} {_fmt(v)}"
+            for k, v in r.items()
+            if k not in ("model", "layer_type", "kind")
+        )
+        rows.append((r["model"], r["layer_type"], r["kind"], measured))
+    return columns, rows

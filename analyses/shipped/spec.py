@@ -1,0 +1,192 @@
+"""Shipped configs: open models' positional code as transformers builds it from their
+config.json, with no weights: frequencies against posenc and the float64 formula, spectrum
+against context, precision per path at the model's own context, distinguishability, layouts,
+discontinuities. Torch-free: read by the workflow at parse time."""
+
+from posenc.analysis import AnalysisSpec, Figure, Resources, Table
+from posenc.claims import Check, Claim
+
+PATH_WORDS = {
+    "float32": "float32 angles, as transformers computes them",
+    "module_bf16": "the rotary module cast to bfloat16",
+    "positions_bf16": "bfloat16 positions",
+    "storage_bf16": "cos and sin stored in bfloat16",
+}
+
+
+def _path_claim(path: str, kind: str = "analytic") -> Claim:
+    return Claim(
+        f"shipped.{path}_holds",
+        f"With {PATH_WORDS[path]}, every zoo model's applied angles stay within "
+        "the angle threshold of the float64 angle at its advertised context.",
+        kind=kind,
+        checks=(
+            Check(
+                f"{path}_error_at_context",
+                "<=",
+                "angle_rad",
+                label=f"largest angle error at the context, {path} (rad)",
+            ),
+        ),
+        references=("su2021", "wolf2020"),
+    )
+
+
+def check_config(config: dict) -> list[str]:
+    cfg = config.get("shipped")
+    if cfg and cfg["window"] >= cfg["exact_max_positions"]:
+        return [
+            f"config key shipped.window = {cfg['window']} must be < shipped.exact_max_positions"
+        ]
+    return []
+
+
+SPEC = AnalysisSpec(
+    id="shipped",
+    title="Positional code as open models ship it",
+    csvs=("frequencies", "precision", "curve", "spectrum", "distinct", "jumps"),
+    figures={
+        "spectrum": Figure(
+            "Wavelength 2π/ω of each rotated pair over the model's advertised context (log "
+            "scale), against the pair's place in the head, one line per model and layer type; "
+            "above 1 (grey line) a pair completes no full turn within the context."
+        ),
+        "angle_error": Figure(
+            "Largest applied-angle error against the float64 angle, per sampled position "
+            "({per_octave} draws per octave up to each model's context), one panel per path "
+            "and one line per model; the grey line is {thresholds[angle_rad]} rad."
+        ),
+    },
+    tables={
+        "frequencies": Table(
+            "Each model and layer type: transformers' float32 inverse frequencies against "
+            "posenc's and the float64 formula, the largest difference in float32 ulps, and "
+            "the attention factor each gives.",
+            csv="frequencies",
+        ),
+        "precision": Table(
+            "Per model, layer type and path: the largest angle error at the advertised "
+            "context, the largest over all sampled positions, the first sampled position past "
+            "{thresholds[angle_rad]} rad, the largest relative-angle error θ(p) − θ(q), and for "
+            "float32 the product's and the inverse frequency's parts at the context (rad).",
+            csv="precision",
+        ),
+        "spectrum": Table(
+            "Spectrum against context: pairs, critical pairs (no full turn within the trained "
+            "length L), Liu et al.'s d_extra, pairs scaling moved, and critical pairs that turn "
+            "within the advertised context.",
+            csv="spectrum",
+        ),
+        "distinct": Table(
+            "Distinguishability of the stored (cos, sin) rows: the first position equal to an "
+            "earlier one, exact up to {exact_max_positions} positions (or the context), then "
+            "sampled: each sampled position against the {window} before it.",
+            csv="distinct",
+        ),
+        "jumps": Table("Discontinuities the configs carry.", csv="jumps"),
+    },
+    claims=(
+        Claim(
+            "shipped.frequencies_agree",
+            "posenc agrees with transformers on every model's inverse frequencies and attention "
+            "factor, to float32 rounding.",
+            kind="software",
+            checks=(
+                Check(
+                    "frequency_ulps",
+                    "<=",
+                    "agree_ulps",
+                    label="largest inv_freq difference, float32 ulps",
+                ),
+                Check(
+                    "factor_ulps",
+                    "<=",
+                    "agree_ulps",
+                    label="attention factor difference, float32 ulps",
+                ),
+            ),
+            references=("su2021", "chen2023", "peng2023", "dubey2024", "ding2024", "wolf2020"),
+        ),
+        _path_claim("float32"),
+        _path_claim("module_bf16"),
+        _path_claim("positions_bf16"),
+        _path_claim("storage_bf16"),
+        Claim(
+            "shipped.float32_distinct",
+            "Every zoo model's float32 (cos, sin) rows keep every position distinct up to its "
+            "context (exact up to the scan's limit, sampled beyond).",
+            kind="analytic",
+            checks=(
+                Check(
+                    "float32_repeats",
+                    "<=",
+                    "max_repeats",
+                    label="layer types with a repeated row",
+                ),
+            ),
+            references=("su2021",),
+        ),
+        Claim(
+            "shipped.critical_pairs_unturned",
+            "No pair that completes no full turn within a model's trained length turns within "
+            "its advertised context once the config's scaling is applied (Liu et al.'s "
+            "critical dimension stays out of distribution).",
+            kind="analytic",
+            checks=(
+                Check(
+                    "critical_turning",
+                    "<=",
+                    "max_critical_turning",
+                    label="critical pairs turning within the context",
+                ),
+            ),
+            references=("liu2023", "peng2023", "dubey2024"),
+        ),
+        Claim(
+            "shipped.longrope_switch_small",
+            "Keys cached with LongRoPE's short factors up to the trained length are within "
+            "the angle threshold of the angles the long factors give there.",
+            kind="analytic",
+            checks=(
+                Check(
+                    "longrope_cached_key_error",
+                    "<=",
+                    "angle_rad",
+                    label="largest cached-key angle error at L − 1 (rad)",
+                ),
+            ),
+            references=("ding2024",),
+        ),
+        Claim(
+            "shipped.yarn_truncate_negligible",
+            "Rounding YaRN's ramp bounds or not (truncate) moves no applied angle by more than "
+            "the angle threshold at the advertised context.",
+            kind="analytic",
+            checks=(
+                Check(
+                    "yarn_truncate_angle",
+                    "<=",
+                    "angle_rad",
+                    label="largest angle difference at the context (rad, unwrapped)",
+                ),
+            ),
+            references=("peng2023",),
+        ),
+    ),
+    references=(
+        "su2021",
+        "chen2023",
+        "peng2023",
+        "dubey2024",
+        "ding2024",
+        "liu2023",
+        "barbero2024",
+        "press2022",
+        "raffel2020",
+        "wolf2020",
+    ),
+    resources=Resources(threads=1, mem_mb=3000, runtime=10),
+    uses=("seed",),
+    checks=(check_config,),
+    encodings_of=lambda config: ["rope", "alibi", "t5_bias"],
+)
