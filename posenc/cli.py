@@ -1,5 +1,6 @@
 """``posenc``, the command line: ``posenc card PLUGIN ...`` writes a report card for a user's
-own encodings, next to the encodings they already know.
+own encodings, next to the encodings they already know; ``posenc model CONFIG ...`` measures a
+shipped model's positional code from its config.json alone (see :func:`model`).
 
     posenc card examples/alibi_learned_slopes.py --config test --against rope alibi
 
@@ -147,6 +148,58 @@ def card(args: argparse.Namespace) -> int:
     return 0
 
 
+def model(args: argparse.Namespace) -> int:
+    """``posenc model PATH ...``: each Hugging Face config.json (or a folder holding one) read with
+    transformers' own config class, offline, and measured as the shipped section measures the
+    zoo (frequencies, precision per path, distinguishability, layout; ``analyses/shipped``).
+    Writes ``<out>/<name>/model.json`` and ``<out>/<name>/index.html`` and prints each page's
+    path. Every file is read and measured before anything is written: bad input is one line
+    naming the file and the key, and nothing is written."""
+    import json
+
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))  # this checkout's analyses/
+    from analyses.shipped.compute import measure_settings
+    from analyses.shipped.model import PATHS, ModelError, measure, model_name, read_config_file
+    from posenc.io import write_json
+
+    cfg = merged(config_files("default"))["shipped"]
+    settings = measure_settings(cfg, seed=0)
+    measured = []
+    try:
+        for given in args.configs:
+            entry = read_config_file(Path(given))
+            name = model_name(Path(given))
+            measured.append((name, measure(entry, name, settings, where=given)))
+    except ModelError as error:
+        raise CardError(str(error)) from None
+    import transformers
+
+    env = Environment(
+        loader=FileSystemLoader(str(ROOT / "analyses" / "shipped")),
+        autoescape=select_autoescape(("html", "j2")),
+    )
+    page = env.get_template("model.html.j2")
+    out = Path(args.out)
+    for name, m in measured:
+        folder = out / name
+        folder.mkdir(parents=True, exist_ok=True)
+        write_json(folder / "model.json", m)
+        (folder / "index.html").write_text(
+            page.render(
+                m=m,
+                paths=PATHS,
+                threshold=settings["angle_rad"],
+                versions={"transformers": transformers.__version__},
+                layout=json.dumps(m["layout"], indent=1),
+            )
+        )
+        print(folder / "index.html")
+    return 0
+
+
 def parser() -> argparse.ArgumentParser:
     top = argparse.ArgumentParser(prog="posenc", description=__doc__.split("\n\n")[0])
     commands = top.add_subparsers(dest="command", required=True)
@@ -167,6 +220,17 @@ def parser() -> argparse.ArgumentParser:
     c.add_argument("--cores", default="all", help="cores for snakemake (default: all)")
     c.add_argument("--out", help="the card's folder (default: cards/<first plugin's name>)")
     c.set_defaults(run=card)
+    mo = commands.add_parser(
+        "model",
+        help="a shipped model's positional code, from its config.json alone",
+        description="Read each Hugging Face config.json (or folder holding one) with "
+        "transformers' own config classes, offline; measure its rotary frequencies, precision "
+        "per path at its own context and distinguishability; write <out>/<name>/model.json and "
+        "index.html and print the page's path. No weights.",
+    )
+    mo.add_argument("configs", nargs="+", metavar="PATH", help="config.json files or folders")
+    mo.add_argument("--out", default="models", help="output folder (default: models/)")
+    mo.set_defaults(run=model)
     top.epilog = "Arguments after -- go to snakemake as they are (posenc card x.py -- --dry-run)."
     return top
 

@@ -188,9 +188,10 @@ def _head_width(text) -> int:
     return getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
 
 
-def layer_types(config) -> tuple[list[LayerType], Any, str | None]:
+def layer_types(config, where: str = "config") -> tuple[list[LayerType], Any, str | None]:
     """Each layer type's frequencies: transformers' module, posenc and the formula.
-    Returns (layer types, the rotary module or None, why transformers built none)."""
+    Returns (layer types, the rotary module or None, why transformers built none). An odd
+    rotated width raises a ModelError naming the key that makes it."""
     text = config.get_text_config()
     params = getattr(text, "rope_parameters", None)
     if not params:
@@ -210,6 +211,12 @@ def layer_types(config) -> tuple[list[LayerType], Any, str | None]:
         kind = "default" if p.get("rope_type") == "mrope" else p.get("rope_type", "default")
         partial = p.get("partial_rotary_factor", getattr(text, "partial_rotary_factor", 1.0))
         width = head if kind == "proportional" else int(head * (partial or 1.0))
+        if width % 2 or width < 2:
+            key = "head_dim" if width == head else "partial_rotary_factor (v4: rotary_pct)"
+            raise ModelError(
+                f"{where}: key {key}: the rotated width int({head} × {partial or 1.0}) = "
+                f"{width} must be even (RoPE turns pairs)"
+            )
         original = p.get("original_max_position_embeddings") or text.max_position_embeddings
         resolved = dict(p, original_max_position_embeddings=original)
         if kind in ("yarn", "longrope") and resolved.get("factor") is None:
@@ -597,7 +604,7 @@ def measure(entry: dict, name: str, cfg: dict, where: str | None = None) -> dict
     )
     if context < 2:
         raise ModelError(f"{where}: key max_position_embeddings missing (no context to measure)")
-    lts, module, why = layer_types(config)
+    lts, module, why = layer_types(config, where)
     positions = sample_positions(context, cfg["per_octave"], cfg["seed"])
     out: dict[str, Any] = {
         "model": name,
@@ -664,6 +671,17 @@ def measure(entry: dict, name: str, cfg: dict, where: str | None = None) -> dict
             w32, context, cfg["exact_max_positions"], positions, cfg["window"]
         )
         out["layer_types"].append(row)
+    # The contract's top-level figures, by layer type (the curves stay in layer_types).
+    out["precision"] = {
+        lt["layer_type"]: {
+            path: {k: v for k, v in p.items() if k != "curve"}
+            for path, p in lt["precision"].items()
+        }
+        for lt in out["layer_types"]
+    }
+    out["distinguishability"] = {
+        lt["layer_type"]: lt["distinguishability"] for lt in out["layer_types"]
+    }
     out["layout"] = layout(config, entry, lts, context, cfg["t5_max_relative"])
     out["discontinuities"] = discontinuities(config, lts, context)
     return out
