@@ -391,16 +391,16 @@ def distinguishability(
 # ----------------------------------------------------------------------------- spectrum
 
 
-def spectrum(lt: LayerType, context: int) -> dict:
+def spectrum(lt: LayerType, context: int, scaled: np.ndarray) -> dict:
     """Each pair's wavelength 2π/ω against the trained length L and the advertised context.
 
     Critical pairs (Liu et al. 2023, "Scaling Laws of RoPE-based Extrapolation"): those that
     complete no full turn within L before scaling, λ_i > L; their count is d/2 minus
     ⌈(d/2)·log_base(L/2π)⌉, the paper's critical dimension d_extra = 2⌈(d/2) log_base(L/2π)⌉
     over two. Scaling moved a pair when its ω changed; a critical pair that now turns within
-    the context meets angles it never saw in training."""
+    the context meets angles it never saw in training. ``scaled``: the frequencies in use at
+    the context (LongRoPE's long factors)."""
     plain = np.array(formula.plain(lt.width, lt.base))
-    scaled = lt.formula
     with np.errstate(divide="ignore"):
         wavelength = np.where(scaled > 0, 2 * np.pi / np.where(scaled > 0, scaled, 1), np.inf)
     plain_wavelength = 2 * np.pi / plain
@@ -594,6 +594,21 @@ def discontinuities(config, lts: list[LayerType], context: int) -> list[dict]:
 # ----------------------------------------------------------------------------- one model
 
 
+def at_context(config, lt: LayerType, context: int) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 ω, float32 inv_freq) a run at the advertised context uses: the module's buffer
+    as built (or the formula rounded to float32 where transformers built none), except for
+    LongRoPE past L, where transformers' update switches to the long factors."""
+    w32 = lt.transformers if lt.transformers is not None else lt.formula.astype(np.float32)
+    if lt.rope_type != "longrope" or context <= lt.original:
+        return lt.formula, w32
+    from transformers.modeling_rope_utils import ROPE_INIT_FUNCTIONS
+
+    omega, _ = formula.inv_freq("longrope", lt.width, lt.base, lt.params, lt.original + 1)
+    text = config.get_text_config()
+    tf_long = ROPE_INIT_FUNCTIONS["longrope"](text, None, seq_len=lt.original + 1)[0]
+    return np.array(omega), tf_long.double().numpy()
+
+
 def measure(entry: dict, name: str, cfg: dict, where: str | None = None) -> dict:
     """Everything the section and ``posenc model`` report for one config (model.json)."""
     where = where or name
@@ -644,11 +659,10 @@ def measure(entry: dict, name: str, cfg: dict, where: str | None = None) -> dict
             )
         if lt.posenc is not None:
             row["posenc_vs_formula_ulps"] = ulps(lt.posenc, lt.formula)
-        row["spectrum"] = spectrum(lt, context)
-        # Precision and distinguishability start from transformers' float32 buffer; where it
-        # built none, from the formula rounded to float32.
-        w32 = lt.transformers if lt.transformers is not None else lt.formula.astype(np.float32)
-        rows = precision_rows(positions, w32, lt.formula, cfg["seed"])
+        omega, w32 = at_context(config, lt, context)
+        row["frequencies_at_context"] = "long factors" if lt.rope_type == "longrope" else "as built"
+        row["spectrum"] = spectrum(lt, context, omega)
+        rows = precision_rows(positions, w32, omega, cfg["seed"])
         row["precision"] = {
             path: {
                 "at_context": rs[-1]["max_angle_error"],
