@@ -9,9 +9,10 @@ one thread, and prints the time per step of all seeds and the speed-up.
     python benchmarks/stacked_seeds.py [--encodings rope alibi t5_bias] [--seeds 5]
 
 Measured 2026-12-02 on the 2-core CPU machine, with the study's run beside it (medians of 5
-interleaved blocks): rope 1.02x, alibi 1.02x; t5_bias cannot be vmapped at all (its attention with a learned bias is a custom autograd.Function without a
-vmap rule). At these sizes a training step is compute-bound, not launch-bound (about 0.3
-GFLOP of matrix products a step), so stacking buys almost nothing on a CPU; the study keeps
+interleaved blocks): rope 1.02x, alibi 1.02x; t5_bias cannot be vmapped at all (its attention
+with a learned bias is a custom autograd.Function without a vmap rule). At these sizes a
+training step is compute-bound, not launch-bound (about 0.3 GFLOP of matrix products a
+step), so stacking buys almost nothing on a CPU; the study keeps
 one model per job, which also keeps one file, one cache entry and one resume checkpoint per
 seed. On a GPU, where launches dominate, the trade differs.
 """

@@ -206,3 +206,17 @@ def test_llama31_figures_of_the_issue():
     assert far["max_angle_error"] == pytest.approx(0.43, abs=0.01)
     assert far["product_part"] == pytest.approx(0.19, abs=0.01)
     assert 3.0e-7 < float(np.max(np.abs(lt.transformers - lt.formula) / lt.formula)) < 3.3e-7
+
+
+def test_the_config_names_zoo_models_and_the_rule_reads_their_files():
+    """A model the zoo does not hold stops the run naming the key; the rule's inputs are the
+    named zoo files, by a path relative to the working folder (editing one reruns it)."""
+    from analyses.shipped import spec
+
+    cfg = {"models": ["llama-3.1-8b", "no-such-model"], "window": 8, "exact_max_positions": 64}
+    (problem,) = spec.check_config({"shipped": cfg})
+    assert "shipped.models" in problem and "'no-such-model'" in problem
+    files = spec.inputs({"shipped": {**cfg, "models": ["llama-3.1-8b"]}})["zoo"]
+    assert all(not Path(f).is_absolute() and Path(f).is_file() for f in files)
+    assert [Path(f).name for f in files] == ["llama-3.1-8b.json"]
+    assert len(spec.inputs({"shipped": {**cfg, "models": "all"}})["zoo"]) >= 20

@@ -13,17 +13,6 @@ from analyses.shipped.model import PATHS, measure
 from posenc.analysis import Context, Measurements
 from posenc.workflow import Timer
 
-ZOO = Path(__file__).resolve().parents[2] / "posenc" / "zoo"
-
-
-def zoo_files(models: list[str] | str) -> list[Path]:
-    """The zoo files the config names ("all": every one), in name order."""
-    files = sorted(ZOO.glob("*.json"))
-    if models == "all":
-        return files
-    by_stem = {f.stem: f for f in files}
-    return [by_stem[m] for m in models]
-
 
 def measure_settings(cfg: dict, seed: int) -> dict:
     return {
@@ -145,7 +134,7 @@ def compute(ctx: Context) -> Measurements:
     settings = measure_settings(cfg, ctx.seed)
     models, rows = [], {}
     with Timer() as timer:
-        for path in zoo_files(cfg["models"]):
+        for path in map(Path, ctx.inputs["zoo"]):
             entry = json.loads(path.read_text())
             m = measure(entry, path.stem, settings, where=f"posenc/zoo/{path.name}")
             models.append(m)

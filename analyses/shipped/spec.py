@@ -3,8 +3,16 @@ config.json, with no weights: frequencies against posenc and the float64 formula
 against context, precision per path at the model's own context, distinguishability, layouts,
 discontinuities. Torch-free: read by the workflow at parse time."""
 
+import os
+from pathlib import Path
+
+import posenc
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
+
+# The zoo ships with the package; the workflow may run elsewhere (a card's folder, a test's
+# copy): its files are inputs by a path relative to the working folder, as every path is.
+ZOO = Path(posenc.__file__).resolve().parent / "zoo"
 
 PATH_WORDS = {
     "float32": "float32 angles, as transformers computes them",
@@ -32,13 +40,34 @@ def _path_claim(path: str, kind: str = "analytic") -> Claim:
     )
 
 
+def inputs(config: dict) -> dict[str, list[str]]:
+    """The zoo files the config names ("all": every one, in name order): inputs, so that
+    editing one reruns the section."""
+    models = config["shipped"]["models"]
+    files = sorted(ZOO.glob("*.json"))
+    if models != "all":
+        by_stem = {f.stem: f for f in files}
+        files = [by_stem[m] for m in models if m in by_stem]
+    return {"zoo": [os.path.relpath(f) for f in files]}
+
+
 def check_config(config: dict) -> list[str]:
     cfg = config.get("shipped")
-    if cfg and cfg["window"] >= cfg["exact_max_positions"]:
-        return [
+    if not cfg:
+        return []
+    problems = []
+    if cfg["window"] >= cfg["exact_max_positions"]:
+        problems.append(
             f"config key shipped.window = {cfg['window']} must be < shipped.exact_max_positions"
-        ]
-    return []
+        )
+    known = sorted(f.stem for f in ZOO.glob("*.json"))
+    unknown = [m for m in cfg["models"] if m not in known] if cfg["models"] != "all" else []
+    if unknown:
+        problems.append(
+            f"config key shipped.models: {', '.join(map(repr, unknown))} not in the zoo "
+            f"({', '.join(known)})"
+        )
+    return problems
 
 
 SPEC = AnalysisSpec(
@@ -187,6 +216,7 @@ SPEC = AnalysisSpec(
     ),
     resources=Resources(threads=1, mem_mb=3000, runtime=10),
     uses=("seed",),
+    inputs=inputs,
     checks=(check_config,),
     encodings_of=lambda config: ["rope", "alibi", "t5_bias"],
 )
