@@ -26,13 +26,11 @@ SECTION = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 start = time.perf_counter()
-from analyses.shipped import spec
 from analyses.shipped.compute import compute
 from posenc.analysis import Context
 from posenc.cli import config_files, merged
 config = merged(config_files("default"))
-m = compute(Context(cfg=config["shipped"], seed=0, encodings=[], encoding={{}}, device="cpu",
-                    inputs=spec.inputs(config)))
+m = compute(Context(cfg=config["shipped"], seed=0, encodings=[], encoding={{}}, device="cpu"))
 print(json.dumps({{"seconds": time.perf_counter() - start, "models": m.summary["n_models"],
                    "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}}))
 """

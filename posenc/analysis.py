@@ -156,6 +156,9 @@ class AnalysisSpec:
     resources: Resources = Resources()
     # Named inputs beyond the config, from the config: e.g. the evaluations of trained models.
     inputs: Callable[[dict], dict[str, Any]] | None = None
+    # Digests of data the analysis reads from the package itself (not rule inputs, whose paths
+    # would depend on where the run is): a rule param, so that editing the data reruns it.
+    data: Callable[[dict], dict[str, str]] | None = None
     # Timings are written to timing.json, apart from metrics.json (which stays byte-identical
     # between runs); its figures and tables join the section all the same.
     timing_figures: tuple[str, ...] = ()

@@ -44,6 +44,7 @@ for name, spec in ANALYSES.items():
             config={key: config[key] for key in spec.uses},
             plugins=config["plugins"],
             code=analysis_code(name),
+            data=spec.data(config) if spec.data else {},
         script:
             ANALYSIS_SCRIPT
 

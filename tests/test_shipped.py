@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -208,15 +209,24 @@ def test_llama31_figures_of_the_issue():
     assert 3.0e-7 < float(np.max(np.abs(lt.transformers - lt.formula) / lt.formula)) < 3.3e-7
 
 
-def test_the_config_names_zoo_models_and_the_rule_reads_their_files():
-    """A model the zoo does not hold stops the run naming the key; the rule's inputs are the
-    named zoo files, by a path relative to the working folder (editing one reruns it)."""
+def test_the_config_names_zoo_models_and_editing_one_reruns_the_section(tmp_path, monkeypatch):
+    """A model the zoo does not hold stops the run naming the key; the rule's ``data`` param
+    holds a digest of each zoo file it reads, so an edit reruns it and a moved run does not."""
     from analyses.shipped import spec
 
     cfg = {"models": ["llama-3.1-8b", "no-such-model"], "window": 8, "exact_max_positions": 64}
     (problem,) = spec.check_config({"shipped": cfg})
     assert "shipped.models" in problem and "'no-such-model'" in problem
-    files = spec.inputs({"shipped": {**cfg, "models": ["llama-3.1-8b"]}})["zoo"]
-    assert all(not Path(f).is_absolute() and Path(f).is_file() for f in files)
-    assert [Path(f).name for f in files] == ["llama-3.1-8b.json"]
-    assert len(spec.inputs({"shipped": {**cfg, "models": "all"}})["zoo"]) >= 20
+    config = {"shipped": {**cfg, "models": ["llama-3.1-8b", "bloom-560m"]}}
+    digests = spec.data(config)
+    assert list(digests) == ["llama-3.1-8b.json", "bloom-560m.json"]  # as the config names them
+    monkeypatch.chdir(tmp_path)  # where the run is does not enter the digests
+    assert spec.data(config) == digests
+    zoo = tmp_path / "zoo"
+    shutil.copytree(spec.ZOO, zoo)
+    monkeypatch.setattr(spec, "ZOO", zoo)
+    (zoo / "llama-3.1-8b.json").write_text((zoo / "llama-3.1-8b.json").read_text() + " ")
+    edited = spec.data(config)
+    assert edited["llama-3.1-8b.json"] != digests["llama-3.1-8b.json"]
+    assert edited["bloom-560m.json"] == digests["bloom-560m.json"]
+    assert len(spec.data({"shipped": {**cfg, "models": "all"}})) >= 20

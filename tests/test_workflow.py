@@ -36,6 +36,19 @@ def test_every_declared_claim_is_in_the_ledger(test_run):
     assert declared() == set(ledger(test_run))
 
 
+# The shipped-configs claims that the test config's models fail, as measured and known from
+# the papers and transformers' code: a bfloat16 module or bfloat16 positions lose the angles
+# (gpt-oss, Llama 3.2 1B, Phi-3 at their contexts), Phi-3's keys cached with LongRoPE's short
+# factors are far from the long factors' angles, and gpt-oss's YaRN ramp moves the angles
+# whether its bounds are rounded or not. Each must come out as a fail; every other must pass.
+SHIPPED_FAILS = {
+    "shipped.module_bf16_holds",
+    "shipped.positions_bf16_holds",
+    "shipped.longrope_switch_small",
+    "shipped.yarn_truncate_negligible",
+}
+
+
 def test_every_claim_passes_or_is_declared_untestable(test_run):
     # ML claims cannot be tested by a few dozen training steps: the test config declares the
     # extrapolation run a smoke test, and only those claims may be "n/a". Everything else,
@@ -55,6 +68,8 @@ def test_every_claim_passes_or_is_declared_untestable(test_run):
         allowed = {"pass", "n/a"} if section in smoke else {"pass"}
         if section == "complexity":
             allowed.add("inconclusive")
+        if cid in SHIPPED_FAILS:  # what the shipped configs and software do: findings
+            allowed = {"fail"}
         assert c["verdict"] in allowed, (cid, c["verdict"], c["measured"], c["reason"])
         if c["verdict"] == "n/a":
             assert "smoke_test" in c["reason"], cid

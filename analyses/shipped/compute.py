@@ -7,9 +7,9 @@ This module measures; the claims (spec.py) judge.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from analyses.shipped.model import PATHS, measure
+from analyses.shipped.spec import zoo_files
 from posenc.analysis import Context, Measurements
 from posenc.workflow import Timer
 
@@ -134,7 +134,7 @@ def compute(ctx: Context) -> Measurements:
     settings = measure_settings(cfg, ctx.seed)
     models, rows = [], {}
     with Timer() as timer:
-        for path in map(Path, ctx.inputs["zoo"]):
+        for path in zoo_files(cfg["models"]):
             entry = json.loads(path.read_text())
             m = measure(entry, path.stem, settings, where=f"posenc/zoo/{path.name}")
             models.append(m)

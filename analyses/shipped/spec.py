@@ -3,15 +3,15 @@ config.json, with no weights: frequencies against posenc and the float64 formula
 against context, precision per path at the model's own context, distinguishability, layouts,
 discontinuities. Torch-free: read by the workflow at parse time."""
 
-import os
+import hashlib
 from pathlib import Path
 
 import posenc
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
-# The zoo ships with the package; the workflow may run elsewhere (a card's folder, a test's
-# copy): its files are inputs by a path relative to the working folder, as every path is.
+# The zoo ships with the package: the workflow may run elsewhere (a card's folder, a test's
+# copy, a moved run), so its files are read from here and keyed by their digests (``data``).
 ZOO = Path(posenc.__file__).resolve().parent / "zoo"
 
 PATH_WORDS = {
@@ -40,15 +40,22 @@ def _path_claim(path: str, kind: str = "analytic") -> Claim:
     )
 
 
-def inputs(config: dict) -> dict[str, list[str]]:
-    """The zoo files the config names ("all": every one, in name order): inputs, so that
-    editing one reruns the section."""
-    models = config["shipped"]["models"]
+def zoo_files(models: list[str] | str) -> list[Path]:
+    """The zoo files the config names, in its order ("all": every one, in name order)."""
     files = sorted(ZOO.glob("*.json"))
-    if models != "all":
-        by_stem = {f.stem: f for f in files}
-        files = [by_stem[m] for m in models if m in by_stem]
-    return {"zoo": [os.path.relpath(f) for f in files]}
+    if models == "all":
+        return files
+    by_stem = {f.stem: f for f in files}
+    return [by_stem[m] for m in models if m in by_stem]
+
+
+def data(config: dict) -> dict[str, str]:
+    """A digest of each zoo file the section reads, by name: editing one reruns the section,
+    wherever the run is (the zoo ships with the package, so it is not a rule input)."""
+    return {
+        f.name: hashlib.sha256(f.read_bytes()).hexdigest()
+        for f in zoo_files(config["shipped"]["models"])
+    }
 
 
 def check_config(config: dict) -> list[str]:
@@ -216,7 +223,7 @@ SPEC = AnalysisSpec(
     ),
     resources=Resources(threads=1, mem_mb=3000, runtime=10),
     uses=("seed",),
-    inputs=inputs,
+    data=data,
     checks=(check_config,),
     encodings_of=lambda config: ["rope", "alibi", "t5_bias"],
 )
