@@ -636,15 +636,33 @@ def _primary(claim: dict) -> tuple[str, Any, str]:
     measured value maps each check's name to its value, in the checks' order; with one it is
     the value itself."""
     expected, measured = claim["expected"], claim["measured"]
-    segment = expected.split("; ")[0]
+    segments = expected.split("; ")
+    # A claim that fails (or cannot be decided) is quoted by the first check that does: with
+    # several checks, the first one may hold, and quoting it would say nothing of the verdict.
+    index = _deciding_check(claim, len(segments))
+    segment = segments[index]
     if isinstance(measured, dict) and measured and not is_interval(measured):
-        name = next(iter(measured))
+        name = list(measured)[index] if index < len(measured) else next(iter(measured))
         rest = segment.removeprefix(name).removeprefix(" for each")
         if rest != segment and (rest.startswith(":") or _COMPARATOR.match(rest)):
             return name, measured[name], segment
     found = _comparator(segment)
     name = segment[: found.start()] if found else segment.split(":")[0]
     return name.removesuffix(" for each"), measured, segment
+
+
+def _deciding_check(claim: dict, n_segments: int) -> int:
+    """The index of the first check whose outcomes include the claim's own verdict, for a
+    fail or an inconclusive; 0 otherwise, or where the outcomes do not line up with the
+    expected text's segments (one per check, in order)."""
+    outcomes = claim.get("outcomes") or {}
+    if claim.get("verdict") not in ("fail", "inconclusive") or len(outcomes) != n_segments:
+        return 0
+    for i, per_entry in enumerate(outcomes.values()):
+        found = per_entry.values() if isinstance(per_entry, dict) else [per_entry]
+        if claim["verdict"] in found:
+            return i
+    return 0
 
 
 def _comparator(text: str) -> re.Match | None:

@@ -773,3 +773,33 @@ def test_the_printed_report_names_no_project_file(fake):
     assert re.findall(r"[\w./-]+\.(?:py|ya?ml|smk|json|j2|md|log)\b", text) == []
     screen = html_of(context_of(fake), fake, "screen")
     assert ">claims.json</a>" in screen
+
+
+def test_a_failed_claim_is_quoted_by_the_check_that_fails():
+    """With several checks, a fail (or an inconclusive) quotes the first check that has that
+    outcome, not the first check, which may hold; a pass quotes the first."""
+    from posenc.report import headline
+
+    claim = {
+        "id": "complexity.pe_linear",
+        "verdict": "fail",
+        "expected": "log-log slope for each within ±0.2 of the pe slope 1; "
+        "time / attention for each ≤ 0.05",
+        "measured": {
+            "log-log slope": {"d=64": 1.05, "d=128": 1.01},
+            "time / attention": {"d=64": 0.166, "d=128": 0.02},
+            "context": 3.0,
+        },
+        "outcomes": {
+            "slope": {"d=64": "pass", "d=128": "pass"},
+            "fraction": {"d=64": "fail", "d=128": "pass"},
+        },
+    }
+    quoted = headline(claim)
+    assert quoted["label"] == "time / attention"
+    assert quoted["text"].startswith("0.166 for d=64") and quoted["threshold"] == "≤ 0.05"
+    holds = headline({**claim, "verdict": "pass", "outcomes": {"slope": {}, "fraction": {}}})
+    assert holds["label"] == "log-log slope"
+    # Outcomes that do not line up with the expected text: the first check, as before.
+    odd = headline({**claim, "outcomes": {"fraction": {"d=64": "fail"}}})
+    assert odd["label"] == "log-log slope"
