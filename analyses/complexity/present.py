@@ -12,6 +12,17 @@ MIB = 2**20
 WIDTH_LINES = ("-", "--", ":", "-.")
 
 
+def _width_panels(widths):
+    """One panel per width, side by side, sharing the y axis: (figure, axes row)."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(
+        1, len(widths), figsize=(4.2 * len(widths), 4.4), layout="constrained", sharey=True,
+        squeeze=False,
+    )  # fmt: skip
+    return fig, axes[0]
+
+
 def look(name: str) -> dict:
     return {"color": "black", "marker": "o"} if name == ATTENTION else style(name)
 
@@ -19,20 +30,12 @@ def look(name: str) -> dict:
 def figure_scaling(m: Measurements, ctx: Context):
     """Time per call against L, log-log, one panel per width, with the fitted lines over the
     fit range."""
-    import matplotlib.pyplot as plt
 
     cfg, widths = ctx.cfg, m.summary["d_models"]
-    fig, axes = plt.subplots(
-        1,
-        len(widths),
-        figsize=(4.2 * len(widths), 4.4),
-        layout="constrained",
-        sharey=True,
-        squeeze=False,
-    )
+    fig, axes = _width_panels(widths)
     fits = {(f["workload"], f["d_model"]): f for f in m.summary["fits"]}
     timings = m.rows["timings"]
-    for ax, d in zip(axes[0], widths):
+    for ax, d in zip(axes, widths):
         for name in dict.fromkeys(r["workload"] for r in timings):
             rows = [r for r in timings if (r["workload"], r["d_model"]) == (name, d)]
             rows = [r for r in rows if r["length"] > 1]
@@ -57,7 +60,7 @@ def figure_scaling(m: Measurements, ctx: Context):
         )
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6, title="slope of t − t₀", title_fontsize=6)
-    axes[0][0].set_ylabel("median seconds per call")
+    axes[0].set_ylabel("median seconds per call")
     return fig
 
 
@@ -233,20 +236,12 @@ def _bound(row: dict, key: str) -> float:
 def figure_fractions(m: Measurements, ctx: Context):
     """Each encoding's time over one attention layer's against L, log-log, one panel per
     width, with each point's bootstrap interval and the claim's bound for the tables."""
-    import matplotlib.pyplot as plt
 
     widths = m.summary["d_models"]
-    fig, axes = plt.subplots(
-        1,
-        len(widths),
-        figsize=(4.2 * len(widths), 4.4),
-        layout="constrained",
-        sharey=True,
-        squeeze=False,
-    )
+    fig, axes = _width_panels(widths)
     ratio_rows = [r for r in m.rows["ratios"] if r["ratio"] is not None]
     bound = m.summary["pe_max_fraction"]
-    for ax, d in zip(axes[0], widths):
+    for ax, d in zip(axes, widths):
         for name in dict.fromkeys(r["workload"] for r in ratio_rows):
             rows = sorted(
                 (r for r in ratio_rows if (r["workload"], r["d_model"]) == (name, d)),
@@ -285,7 +280,7 @@ def figure_fractions(m: Measurements, ctx: Context):
         )
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6)
-    axes[0][0].set_ylabel("encoding time / one attention layer's time")
+    axes[0].set_ylabel("encoding time / one attention layer's time")
     return fig
 
 
