@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from fake_report import two_sections
 
+from analyses.aliasing.spec import SPEC as ALIASING
 from posenc import card, cli
 from posenc.analysis import CardColumn
 from posenc.encodings import REGISTRY, EncodingSpec, PositionalEncoding
@@ -258,15 +259,8 @@ def test_green_marks_only_a_property_that_holds():
     evidence = {
         "distinct_at_length": {"rope, naive bfloat16": 0.01, "sinusoidal, naive bfloat16": 0.9}
     }
-    column = CardColumn(
-        "distinct to L, bfloat16",
-        "distinct_at_length",
-        key="{encoding}, naive bfloat16",
-        claim="aliasing.low_precision_collapse",
-        judged="collapse_distinct_fraction",
-        judged_key="{encoding}, bfloat16",
-        asserts_absence=("collapse_distinct_fraction",),
-    )
+    # The aliasing section's own column, as its spec declares it.
+    (column,) = (c for c in ALIASING.card if c.claim == "aliasing.low_precision_collapse")
     section = {"id": "aliasing", "title": "A", "columns": [column], "evidence": evidence,
                "ledger": ledger}  # fmt: skip
     data = card.build([section], ["rope", "sinusoidal"], {})
