@@ -5,6 +5,8 @@ Shapes: B batch, L sequence length, D model width, H heads, Dh = D / H head widt
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
@@ -129,6 +131,14 @@ class Attention(nn.Module):
         self.encoding = encoding  # shared by every layer: one set of parameters per model
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
+        # Evaluation-time hooks, None in training and in ordinary evaluation (which then runs
+        # the fused kernels untouched): ``query_scale`` maps positions to a multiplier of each
+        # query (a temperature on its logits: log-n scaling, Llama 4's schedule);
+        # ``observer`` receives the attention probabilities (B, H, L, L) of every forward,
+        # computed explicitly, since the fused kernels never form them. See
+        # :func:`query_temperature` and :func:`observing`.
+        self.query_scale: Callable[[Tensor], Tensor] | None = None
+        self.observer: Callable[[Tensor], None] | None = None
 
     def forward(self, x: Tensor, positions: Tensor, bias: Tensor | None = None) -> Tensor:
         """``bias``: the encoding's score bias for ``positions`` if the caller has it already
@@ -139,8 +149,13 @@ class Attention(nn.Module):
         q, k = self.encoding.rotate(q, k, positions, positions)
         if bias is None:
             bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L)
+        if self.query_scale is not None:  # (L,) or (B, L) multipliers, one per query
+            scale = self.query_scale(positions).to(q.dtype)
+            q = q * (scale[None, None, :, None] if scale.dim() == 1 else scale[:, None, :, None])
         dropout = self.cfg.dropout if self.training else 0.0
-        if bias is None:
+        if self.observer is not None:
+            y = self._observed(q, k, v, bias)
+        elif bias is None:
             y = F.scaled_dot_product_attention(
                 q, k, v, dropout_p=dropout, is_causal=self.cfg.causal
             )
@@ -162,6 +177,20 @@ class Attention(nn.Module):
             # kernel (torch 2.13), with a 4-D one its fused kernel; the broadcast is the same.
             y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None], dropout_p=dropout)
         return self.out(y.transpose(1, 2).reshape(B, L, D))
+
+    def _observed(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tensor:
+        """Attention with its probabilities formed and handed to the observer: the same
+        formula as the fused kernels, so the same output up to float rounding."""
+        L = q.shape[-2]
+        scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5  # (B, H, L, L)
+        if bias is not None:
+            scores = scores + bias.to(q.dtype)
+        if self.cfg.causal:
+            future = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)
+            scores = scores.masked_fill(future, float("-inf"))
+        probs = torch.softmax(scores, dim=-1)
+        self.observer(probs)
+        return probs @ v
 
 
 class Block(nn.Module):
@@ -236,3 +265,36 @@ def make_stack(
     cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, causal=causal)
     params = EncodingParams(d_model=d_model, n_heads=n_heads, **encoding_kwargs)
     return TransformerStack(cfg, build(encoding, params))
+
+
+def _attention_layers(model: nn.Module) -> list[Attention]:
+    return [m for m in model.modules() if isinstance(m, Attention)]
+
+
+@contextmanager
+def query_temperature(model: nn.Module, scale: Callable[[Tensor], Tensor]) -> Iterator[None]:
+    """Within the block, every attention layer of ``model`` multiplies each query by
+    ``scale(positions)``: a temperature on its logits, applied after the encoding."""
+    layers = _attention_layers(model)
+    for layer in layers:
+        layer.query_scale = scale
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.query_scale = None
+
+
+@contextmanager
+def observing(model: nn.Module, observe: Callable[[int, Tensor], None]) -> Iterator[None]:
+    """Within the block, every forward of ``model`` hands each attention layer's probabilities
+    (B, H, L, L) to ``observe(layer_index, probs)``; outside it the fused kernels run as
+    before, so ordinary evaluation pays nothing for the readout."""
+    layers = _attention_layers(model)
+    for i, layer in enumerate(layers):
+        layer.observer = lambda probs, i=i: observe(i, probs)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            layer.observer = None
