@@ -12,22 +12,18 @@ import torch
 import yaml
 
 from analyses.rotation import present
-from analyses.rotation.compute import (
+from analyses.rotation.compute import compute
+from analyses.rotation.encodings import params, select
+from analyses.rotation.hand_trace import hand_trace
+from analyses.rotation.scores import qk_scores, score_shifts
+from analyses.rotation.spec import SPEC, check_hand_trace, check_linear_map
+from analyses.rotation.tables import (
     blocks_from_row,
-    compute,
-    hand_trace,
     identity_errors,
     linear_offset_maps,
-    params,
-    past_exact_integers,
-    qk_scores,
     resolution_span,
-    rotation_pairs,
-    score_shifts,
-    select,
     table_frequencies,
 )
-from analyses.rotation.spec import SPEC, check_hand_trace, check_linear_map
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
@@ -41,6 +37,7 @@ from posenc.encodings import (
     sinusoidal_table,
 )
 from posenc.numerics import rotation_blocks
+from posenc.rounding import past_exact_integers, rotation_pairs
 
 CPU = torch.device("cpu")
 TINY = yaml.safe_load(

@@ -1,0 +1,124 @@
+"""RoPE-style scores under a common shift of both positions: s(p+s, p'+s) against s(p, p'),
+for every encoding that transforms queries and keys, held to the rounding bound of
+:func:`posenc.rounding.shift_tolerance`."""
+
+import torch
+from torch import Tensor
+
+from analyses.rotation.encodings import params
+from posenc.device import dtype_from_name
+from posenc.encodings import QKEncoding, build
+from posenc.rounding import (
+    angle_dtype,
+    pair_gains,
+    past_exact_integers,
+    rotation_pairs,
+    shift_tolerance,
+    untouched_pairs,
+)
+
+
+def qk_scores(module: QKEncoding, q: Tensor, k: Tensor, pq: Tensor, pk: Tensor, x_dtype):
+    """⟨T(pq_j) q_i, T(pk_j) k_i⟩ for every vector pair i and position pair j. Shape (n, m).
+
+    T is the module's own transform of queries and keys (:meth:`QKEncoding.rotate`), run on
+    inputs in ``x_dtype`` laid out as (batch n, 1 head, m positions, head width); its angles
+    are those of the module's ``angle_dtype``. The dot product of the transformed vectors is
+    formed in float64, so that what is measured is the transform's rounding and not the
+    order of a d-term sum in the storage dtype, which every encoding shares (its worst case,
+    d·eps, is 1/2 for d = 64 in bfloat16 and would hide everything else).
+    """
+    n, m = q.shape[0], pq.shape[0]
+    qx = q.to(x_dtype)[:, None, None, :].expand(n, 1, m, q.shape[-1])  # (n, 1, m, d)
+    kx = k.to(x_dtype)[:, None, None, :].expand(n, 1, m, k.shape[-1])
+    with torch.no_grad():
+        rq, rk = module.rotate(qx, kx, pq, pk)
+    return (rq.double() * rk.double()).sum(-1)[:, 0]
+
+
+def score_shifts(
+    cfg: dict,
+    qk: list[str],
+    encoding_cfg: dict,
+    dtypes: list[str],
+    ulps: float,
+    angle_ulps: float,
+    generator: torch.Generator,
+    device,
+) -> list[dict]:
+    """Max deviation |s(p+s, p'+s) − s(p, p')| / (‖q‖‖k‖) per encoding, dtype case and shift,
+    and its largest ratio to the rounding bound of :func:`shift_tolerance`.
+
+    Cases: each model dtype with the registry's angle dtype (float32 or wider), plus each
+    ``naive_dtypes`` entry with the angles also in that dtype (positions built in the input's
+    dtype). Every case is held to the same bound, the one the registry's angles guarantee for
+    its storage dtype, so the naive case shows whether its angles break it. ``tolerance`` is
+    the bound at the (vector, position pair) of the largest ratio.
+
+    The random draws are made whatever is configured, so the numbers after them do not
+    depend on which qk encodings there are; every encoding sees the same (q, k) and positions.
+    """
+    d = cfg["head_dim"]
+    q = torch.randn(cfg["n_vectors"], d, generator=generator, dtype=torch.float64).to(device)
+    k = torch.randn(cfg["n_vectors"], d, generator=generator, dtype=torch.float64).to(device)
+    norms = (q.norm(dim=-1) * k.norm(dim=-1))[:, None]  # (n, 1)
+    pq = torch.randint(0, cfg["window"], (cfg["n_pairs"],), generator=generator).to(device)
+    pk = torch.randint(0, cfg["window"], (cfg["n_pairs"],), generator=generator).to(device)
+    shifts = [0] + [2**e for e in range(cfg["max_log2_shift"] + 1)]
+    cases = [(dt, angle_dtype(dtype_from_name(dt))) for dt in dtypes]
+    cases += [(dt, dtype_from_name(dt)) for dt in cfg["naive_dtypes"]]
+    rows = []
+    for encoding in qk:
+        exact = build(
+            encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=torch.float64)
+        )
+        exact = exact.to(device)
+        pairs, omega = rotation_pairs(exact, d, device)
+        pairs, omega = pairs.to(device), omega.to(device)
+        # What the transform does besides turning pairs: scales them (the larger gain of the
+        # two position sets of each shift), or leaves coordinates as they are (at both ends).
+        untouched = untouched_pairs(exact, pairs, pq, pk) & untouched_pairs(
+            exact, pairs, pq + shifts[-1], pk + shifts[-1]
+        )
+        before, gains = pair_gains(exact, pairs, pq, pk), {}
+        for s in shifts:
+            after = pair_gains(exact, pairs, pq + s, pk + s)
+            gains[s] = (torch.maximum(before[0], after[0]), torch.maximum(before[1], after[1]))
+        for name, a in cases:
+            x = dtype_from_name(name)
+            module = build(encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=a))
+            module = module.to(device)
+            reference = qk_scores(module, q, k, pq, pk, x)
+            for s in shifts:
+                shifted = qk_scores(module, q, k, pq + s, pk + s, x)
+                dev = (shifted - reference).abs() / norms  # (n, m)
+                tol = shift_tolerance(
+                    q,
+                    k,
+                    pairs,
+                    omega,
+                    (pq, pk, pq + s, pk + s),
+                    x,
+                    ulps,
+                    angle_ulps,
+                    gains[s],
+                    untouched,
+                )
+                ratio = dev / tol
+                worst = ratio.argmax()
+                rows.append(
+                    {
+                        "encoding": encoding,
+                        "dtype": name,
+                        "angles": str(a).removeprefix("torch."),
+                        "bound_angles": str(angle_dtype(x)).removeprefix("torch."),
+                        "naive": a == x and x not in (torch.float32, torch.float64),
+                        "shift": s,
+                        "max_position": int(torch.maximum(pq, pk).max()) + s,
+                        "past_exact_integers": past_exact_integers(x, s, cfg["window"]),
+                        "max_deviation": dev.max().item(),
+                        "tolerance": tol.flatten()[worst].item(),
+                        "deviation_over_tolerance": ratio.flatten()[worst].item(),
+                    }
+                )
+    return rows
