@@ -15,7 +15,7 @@ import torch
 import yaml
 
 from analyses.conformance import compute as conformance
-from analyses.conformance import present
+from analyses.conformance import present, reference, rope, traps
 from analyses.conformance.libraries import (
     HALF,
     INTERLEAVED,
@@ -90,8 +90,8 @@ def run():
 def test_reference_rotation_is_su_et_al_pair_by_pair():
     g = torch.Generator().manual_seed(0)
     x = torch.randn(3, 8, generator=g, dtype=torch.float64)
-    theta = conformance.reference_angles(3, 8, 500.0)
-    got = conformance.reference_rotation(x, theta)
+    theta = reference.reference_angles(3, 8, 500.0)
+    got = reference.reference_rotation(x, theta)
     for p in range(3):
         for c in range(4):
             angle = p * 500.0 ** (-2 * c / 8)
@@ -102,15 +102,15 @@ def test_reference_rotation_is_su_et_al_pair_by_pair():
 
 def test_layouts_round_trip_and_pair_c_with_c_plus_half():
     x = torch.arange(8.0)
-    half = conformance.to_layout(x, HALF)
+    half = reference.to_layout(x, HALF)
     assert half.tolist() == [0, 2, 4, 6, 1, 3, 5, 7]  # pair c = (2c, 2c+1) at (c, c + 4)
-    assert torch.equal(conformance.from_layout(half, HALF), x)
-    assert torch.equal(conformance.to_layout(x, INTERLEAVED), x)
+    assert torch.equal(reference.from_layout(half, HALF), x)
+    assert torch.equal(reference.to_layout(x, INTERLEAVED), x)
 
 
 def test_wrap_lands_in_minus_pi_to_pi():
     angles = torch.tensor([0.0, math.pi, -math.pi, 3 * math.pi, 7.0, -7.0], dtype=torch.float64)
-    wrapped = conformance.wrap(angles)
+    wrapped = reference.wrap(angles)
     assert wrapped.gt(-math.pi).all() and wrapped.le(math.pi).all()
     assert wrapped[2].item() == pytest.approx(math.pi)
     assert torch.allclose(wrapped.cos(), angles.cos()) and torch.allclose(
@@ -132,14 +132,14 @@ def test_paper_alibi_slopes_and_t5_buckets_by_hand():
 
 
 def test_applied_angles_read_the_rotation_back():
-    theta = conformance.reference_angles(40, 8, 10000.0)
+    theta = reference.reference_angles(40, 8, 10000.0)
     for layout in (INTERLEAVED, HALF):
-        probe = conformance.unit_probe(40, 8, layout, torch.float64)
-        rotated = conformance.to_layout(
-            conformance.reference_rotation(conformance.from_layout(probe, layout), theta), layout
+        probe = traps.unit_probe(40, 8, layout, torch.float64)
+        rotated = reference.to_layout(
+            reference.reference_rotation(reference.from_layout(probe, layout), theta), layout
         )
-        got = conformance.applied_angles(rotated, layout)
-        assert (conformance.wrap(got - theta).abs() < 1e-12).all()
+        got = traps.applied_angles(rotated, layout)
+        assert (reference.wrap(got - theta).abs() < 1e-12).all()
 
 
 # ----------------------------------------------------------------------------- the real run
@@ -168,7 +168,7 @@ def test_traps_show_what_the_sources_say(run):
     for lib in ("transformers", "x-transformers", "rotary-embedding-torch"):
         assert by[lib, "module_cast"]["measured"] == "lossy"
         assert by[lib, "float32"]["measured"] == "exact"
-    for path in conformance.PATHS:
+    for path in traps.PATHS:
         assert by["posenc", path]["measured"] == "exact"
         assert by["posenc-half-split", path]["measured"] == "exact"
 
@@ -243,7 +243,7 @@ def _fake_rope(angle_error: float = 0.0, positions_in_input_dtype: bool = False)
     computed from positions held in the input's dtype (as rotary-embedding-torch does)."""
 
     def make(head_dim, base, max_len):
-        omega = conformance.inverse_frequencies(head_dim, base)
+        omega = reference.inverse_frequencies(head_dim, base)
 
         def rotate(q, k):
             p = torch.arange(q.shape[-2])
@@ -264,7 +264,7 @@ def test_a_library_with_an_angle_error_disagrees():
     reference and of ours, while ours stays within it."""
     fake = Library("fake", "fake-dist", rope=_fake_rope(angle_error=1e-3))
     good = Library("fake-but-right", "fake-dist", rope=_fake_rope())
-    rows = conformance.rope_conformance(TINY, (OURS, fake, good), torch.Generator().manual_seed(0))
+    rows = rope.rope_conformance(TINY, (OURS, fake, good), torch.Generator().manual_seed(0))
     by = {r["library"]: r for r in rows}
     assert by["fake"]["error_over_bound"] > 1 and by["fake"]["ours_over_bound"] > 1
     assert by["fake-but-right"]["error_over_bound"] <= 1
@@ -275,12 +275,12 @@ def test_positions_built_in_bfloat16_show_as_a_trap():
     fake = Library("fake", "fake-dist", rope=_fake_rope(positions_in_input_dtype=True))
     cfg = copy.deepcopy(TINY)
     cfg["expected"] = {"fake": dict.fromkeys(TRAPS, "exact")}
-    rows, curve = conformance.trap_measurements(cfg, (fake,))
+    rows, curve = traps.trap_measurements(cfg, (fake,))
     by = {r["path"]: r for r in rows}
     assert by["bf16_inputs"]["measured"] == "lossy" and by["bf16_inputs"]["as_expected"] is False
     assert by["bf16_inputs"]["first_over_threshold"] == 257
     assert by["float32"]["measured"] == "exact" and by["autocast"]["as_expected"] is True
-    assert {r["path"] for r in curve} == set(conformance.PATHS)
+    assert {r["path"] for r in curve} == set(traps.PATHS)
 
 
 def test_a_missing_library_gives_na_rows_with_the_reason(monkeypatch):
