@@ -376,6 +376,19 @@ def expected(
     return text
 
 
+def _covering(per_key: dict[str, str] | None, entry: str) -> str:
+    """A precondition's verdict for one entry of a claim: its own where the precondition has
+    the entry's key, or the key the entry starts with (``rope`` for ``rope 2x``); else, and
+    for a precondition that is not per entry, the precondition's as a whole (an entry keyed
+    otherwise, by scale say, reads every model the precondition covers)."""
+    if per_key is None:
+        return "inconclusive"
+    if entry in per_key:
+        return per_key[entry]
+    prefixed = [v for k, v in per_key.items() if entry.startswith(f"{k} ")]
+    return _combine(prefixed or list(per_key.values()))
+
+
 def _unmet_verdict(
     claim: Claim,
     values: list[Any],
@@ -397,7 +410,7 @@ def _unmet_verdict(
         per_entry = per_entry and per_key is not None
         for entries in outcomes.values():
             for key in entries:
-                if per_key is None or per_key.get(key, "pass") != "pass":
+                if _covering(per_key, key) != "pass":
                     entries[key] = "inconclusive"
     verdict = "inconclusive"
     if per_entry and values:
@@ -543,3 +556,17 @@ def check_ledger(claims: Any, origin: str = "claims") -> list[dict[str, Any]]:
             raise ValueError(f"{origin}: claim id {c['id']!r} appears twice")
         seen.add(c["id"])
     return claims
+
+
+def section_thresholds(config: Mapping[str, Any], section: str) -> dict[str, Any]:
+    """The thresholds a claim of ``section`` may name: its own section's by key, and any
+    section's by ``"<section>.<key>"``, so that a claim reading another section's models
+    (the extension reads the extrapolation's) applies that section's threshold, written once."""
+    own = dict((config.get(section) or {}).get("thresholds", {}))
+    shared = {
+        f"{name}.{key}": value
+        for name, block in config.items()
+        if isinstance(block, Mapping) and isinstance(block.get("thresholds"), Mapping)
+        for key, value in block["thresholds"].items()
+    }
+    return shared | own

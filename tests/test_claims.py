@@ -5,7 +5,16 @@ import math
 
 import pytest
 
-from posenc.claims import KINDS, Check, Claim, ClaimError, check_ledger, evaluate, interval
+from posenc.claims import (
+    KINDS,
+    Check,
+    Claim,
+    ClaimError,
+    check_ledger,
+    evaluate,
+    interval,
+    section_thresholds,
+)
 
 
 def verdict_of(check, evidence, thresholds=None, **cfg):
@@ -459,6 +468,33 @@ def test_an_entry_that_learned_and_fails_still_fails_the_claim():
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
     assert c["verdict"] == "fail"
     assert c["outcomes"] == {"accuracy": {"alibi": "inconclusive", "rope": "fail"}}
+
+
+def test_a_per_model_precondition_covers_entries_keyed_by_model_and_more():
+    # Entries "rope 2x" belong to the model "rope"; entries keyed by scale alone read every
+    # model, so the precondition applies to them as a whole.
+    evidence = {
+        "accuracy": {"alibi 2x": 0.5, "rope 2x": 0.95, "rope 4x": 0.95},
+        "learners": {"alibi": 2, "rope": 5},
+    }
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["outcomes"]["accuracy"] == {
+        "alibi 2x": "inconclusive",
+        "rope 2x": "pass",
+        "rope 4x": "pass",
+    }
+    evidence["accuracy"] = {"2x": 0.95, "4x": 0.95}
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "inconclusive"
+    assert set(c["outcomes"]["accuracy"].values()) == {"inconclusive"}
+    evidence["learners"]["alibi"] = 3
+    (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "pass"
+
+
+def test_a_threshold_of_another_section_by_its_qualified_name():
+    config = {"a": {"thresholds": {"x": 1}}, "b": {"thresholds": {"x": 2, "y": 3}}, "c": 4}
+    assert section_thresholds(config, "a") == {"x": 1, "a.x": 1, "b.x": 2, "b.y": 3}
 
 
 def test_a_claim_wide_precondition_makes_every_entry_inconclusive():

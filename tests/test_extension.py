@@ -20,7 +20,7 @@ import yaml
 
 from analyses.extension import compute, stages
 from analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
-from posenc.claims import evaluate
+from posenc.claims import evaluate, interval, section_thresholds
 from posenc.data import lm_batches, load_corpus
 from posenc.rope_scaling import scaled_rope
 from posenc.train import TrainConfig, build_model, train
@@ -234,7 +234,8 @@ def record_rows(bits_by_key):
     return rows
 
 
-CFG = yaml.safe_load((ROOT / "config/config.yaml").read_text())["extension"]
+CONFIG = yaml.safe_load((ROOT / "config/config.yaml").read_text())
+CFG = CONFIG["extension"]
 CLAIMS = {
     "scale_one_is_plain",
     "dynamic_plain_within_train",
@@ -283,6 +284,7 @@ def hand_made(
     yarn_after=1.9,
     control_gain=0.03,
     method_gain_past_train=None,
+    learned_margin=(0.6, 0.5, 0.7),
 ):
     """Aggregate and judge hand-made records. Every method fine-tunes from 2.6 at s x L_train
     (YaRN from ``yarn_zero_shot``) down to ``pi_after`` (YaRN to ``yarn_after``); the
@@ -338,8 +340,12 @@ def hand_made(
             }
             logs.append(log)
             timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
-    m = compute.aggregate(zs, tuned, logs, timings, CFG, {"level": 0.95, "resamples": 200})
-    ledger = evaluate(SPEC.claims, m.evidence, CFG, SPEC.id)
+    margin = {"rope": interval(*learned_margin)}
+    m = compute.aggregate(
+        zs, tuned, logs, timings, CFG, {"level": 0.95, "resamples": 200}, 0, margin
+    )
+    cfg = {**CFG, "thresholds": section_thresholds(CONFIG, SPEC.id)}
+    ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
     return m, {c["id"].split(".", 1)[1]: c for c in ledger}
 
 
@@ -530,3 +536,19 @@ def test_changing_evaluation_never_fine_tunes_again(tmp_path):
     # ... while a fine-tuning setting does fine-tune again: the check above can fail.
     train = dict(test_cfg["finetune"]["train"], lr=0.002)
     assert "extension_finetune" in dry_run("train.yaml", {"finetune": {**longer, "train": train}})
+
+
+@pytest.mark.parametrize("margin", [(-0.2, -0.3, -0.1), (0.05, -0.02, 0.12)])
+def test_claims_on_base_models_that_did_not_learn_are_inconclusive(margin):
+    # Above the trigram, or an interval that straddles it: every claim about the trained
+    # models is inconclusive, with the numbers; the identities still decide.
+    _, claims = hand_made(learned_margin=margin)
+    for name, claim in claims.items():
+        if claim["kind"] == "empirical":
+            assert claim["verdict"] == "inconclusive", name
+            assert "below the interpolated trigram" in claim["reason"], claim["reason"]
+        else:
+            assert claim["verdict"] == "pass", name
+    # And back: the same numbers with a base model that learned decide as before.
+    _, claims = hand_made(learned_margin=(0.3, 0.2, 0.4))
+    assert {c["verdict"] for c in claims.values()} == {"pass"}

@@ -16,7 +16,7 @@ from workflow_utils import ROOT
 
 from posenc import registry
 from posenc.analysis import AnalysisSpec, Table, discover
-from posenc.claims import Check, Claim
+from posenc.claims import Check, Claim, section_thresholds
 from posenc.encodings import REGISTRY
 from posenc.plugins import PluginError
 
@@ -82,9 +82,9 @@ def test_present_has_a_function_per_figure_and_table(spec):
 def test_claims_thresholds_and_flags_are_in_the_config(spec, config):
     cfg = CONFIGS[config].get(spec.id)
     assert cfg is not None, f"{config} has no {spec.id} section"
-    thresholds = cfg.get("thresholds", {})
+    thresholds = section_thresholds(CONFIGS[config], spec.id)
     for claim in spec.claims:
-        for check in claim.checks:
+        for check in (*claim.checks, *claim.requires):
             if check.threshold is not None:
                 assert check.threshold in thresholds, (
                     f"{claim.id}: {config} has no {spec.id}.thresholds.{check.threshold}"

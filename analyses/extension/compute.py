@@ -119,7 +119,9 @@ def compute(ctx: Context) -> Measurements:
     timings = {t["label"]: t for t in map(read_json, ctx.inputs["timings"])}
     ctx.log.info("%d zero-shot, %d fine-tune evaluations", len(zero_shot), len(tuned))
     intervals = ctx.config["extrapolation"]["intervals"]
-    return aggregate(zero_shot, tuned, logs, timings, ctx.cfg, intervals, ctx.seed)
+    (base,) = (read_json(f)["evidence"] for f in ctx.inputs["base_evidence"])
+    learned = base.get("lm_learned_margin", {})
+    return aggregate(zero_shot, tuned, logs, timings, ctx.cfg, intervals, ctx.seed, learned)
 
 
 def aggregate(
@@ -130,7 +132,10 @@ def aggregate(
     cfg: dict[str, Any],
     intervals: dict[str, Any] | None = None,
     seed: int = 0,
+    learned_margin: dict[str, Any] | None = None,
 ) -> Measurements:
+    """``learned_margin``: each base model's bits/char below the interpolated trigram at
+    L_train, as the extrapolation section measured it (the claims' precondition)."""
     intervals = intervals or DEFAULT_INTERVALS
     scores = Scores(zero_shot, tuned, Bootstrap(intervals["resamples"], seed), intervals["level"])
     ci = scores.ci
@@ -163,6 +168,9 @@ def aggregate(
 
     ev: dict[str, Any] = {
         "train_len": train_len,
+        "base_learned_margin": {
+            e: margin for e, margin in (learned_margin or {}).items() if e in encodings
+        },
         "first_snapshot": snapshots[0],
         # Identities: each method at s = 1, and dynamic NTK with a factor up to L_train.
         "scale_one_frequency_gap": {

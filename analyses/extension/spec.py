@@ -50,6 +50,19 @@ def _finetunes(config: dict) -> list[tuple[str, str, int, int]]:
     return methods + [(e, *CONTROL, seed) for e in ext["encodings"] for seed in seeds]
 
 
+# Precondition of every claim about trained models: their base models learned the language
+# (below the interpolated trigram at L_train), with the extrapolation section's threshold, so
+# that it is written once; else the claim is inconclusive, not a finding either way.
+BASE_LEARNED = (
+    Check(
+        "base_learned_margin",
+        ">",
+        "extrapolation.lm_learned_margin_bits",
+        label="base model bits/char below the interpolated trigram at L_train",
+    ),
+)
+
+
 def inputs(config: dict) -> dict[str, list[str]]:
     """Every base model's zero-shot evaluation, every fine-tune's evaluation, training log and
     timings (the outputs of the stages in ``rules.smk``)."""
@@ -67,6 +80,8 @@ def inputs(config: dict) -> dict[str, list[str]]:
         ],
         "train_logs": [f"{tuned.format(*run)}/train_log.json" for run in _finetunes(config)],
         "timings": [f"{tuned.format(*run)}/timing.json" for run in _finetunes(config)],
+        # The base models' learned status, as the extrapolation section judged it.
+        "base_evidence": ["results/extrapolation/metrics.json"],
     }
 
 
@@ -246,6 +261,7 @@ SPEC = AnalysisSpec(
             "L_train (Chen et al. 2023: within 1000 steps; the perplexity is recovered within "
             "about 200).",
             kind="empirical",
+            requires=BASE_LEARNED,
             checks=(
                 Check(
                     "pi_finetune_gain",
@@ -271,6 +287,7 @@ SPEC = AnalysisSpec(
             "Without fine-tuning, YaRN's loss is lower than PI's and NTK-aware scaling's at "
             "2x-4x L_train (Peng et al. 2023, Table 1 and Figure 1).",
             kind="empirical",
+            requires=BASE_LEARNED,
             checks=(
                 Check(
                     "yarn_zero_shot_lead.pi",
@@ -295,6 +312,7 @@ SPEC = AnalysisSpec(
             "measured from its own loss before fine-tuning (Peng et al. 2023: 10x fewer tokens "
             "and 2.5x fewer steps than earlier methods).",
             kind="empirical",
+            requires=BASE_LEARNED,
             checks=(
                 Check(
                     "yarn_finetune_gain_lead",
@@ -314,6 +332,7 @@ SPEC = AnalysisSpec(
             "at L_train, evaluated at s x L_train): what the method adds is not what the extra "
             "steps give.",
             kind="empirical",
+            requires=BASE_LEARNED,
             checks=(
                 Check(
                     "continued_training_lead",
@@ -333,6 +352,7 @@ SPEC = AnalysisSpec(
             "than the extra steps alone (Peng et al. 2023: the perplexity of fine-tuned YaRN "
             "models falls as the context grows).",
             kind="empirical",
+            requires=BASE_LEARNED,
             checks=(
                 Check(
                     "yarn_continued_gap",

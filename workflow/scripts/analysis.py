@@ -12,7 +12,7 @@ from typing import Any
 
 from posenc import plugins
 from posenc.analysis import AnalysisSpec, Context, Measurements, fill, load_spec
-from posenc.claims import evaluate
+from posenc.claims import evaluate, section_thresholds
 from posenc.device import device_name, resolve_device
 from posenc.io import save_figure, write_csv, write_json
 from posenc.workflow import Timer, setup
@@ -87,7 +87,8 @@ def main(snakemake) -> None:
     for rows in spec.csvs:
         write_csv(out[f"csv_{rows}"], m.rows[rows])
     entries = present(spec, _module(p.root, p.analysis, "present"), m, ctx, out)
-    claims = evaluate(spec.claims, m.evidence, ctx.cfg, p.analysis)
+    cfg = {**ctx.cfg, "thresholds": section_thresholds(ctx.config, p.analysis)}
+    claims = evaluate(spec.claims, m.evidence, cfg, p.analysis)
     write_json(
         out.metrics,
         {
