@@ -15,8 +15,9 @@ import yaml
 from workflow_utils import copy_workflow, snakemake
 
 from analyses.complexity import compute as cx
-from analyses.complexity import present, resample
+from analyses.complexity import evidence, fits, memory, present, resample, timing, workloads
 from analyses.complexity.spec import SPEC, check_lengths
+from analyses.complexity.workloads import ATTENTION
 from posenc.analysis import Context, Measurements
 from posenc.claims import evaluate, interval
 from posenc.encodings import (
@@ -127,7 +128,7 @@ def synthetic(
 
 def test_log_log_fit_recovers_a_power_law():
     lengths = [10, 100, 1000]
-    slope, intercept = cx.log_log_fit(lengths, [3e-6 * n**1.7 for n in lengths])
+    slope, intercept = fits.log_log_fit(lengths, [3e-6 * n**1.7 for n in lengths])
     assert slope == pytest.approx(1.7)
     assert intercept == pytest.approx(torch.log(torch.tensor(3e-6)).item())
 
@@ -137,38 +138,38 @@ def test_fits_remove_the_per_call_overhead_at_every_width():
     rows = []
     for d in (8, 16):
         rows += synthetic("table", "input", 2e-5, 1e-9, 1.0, d)
-        rows += synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, d)
-    by = {(f["workload"], f["d_model"]): f for f in cx.fits(rows, cfg)}
-    assert set(by) == {("table", 8), ("table", 16), (cx.ATTENTION, 8), (cx.ATTENTION, 16)}
+        rows += synthetic(ATTENTION, "layer", 5e-5, 1e-10, 2.0, d)
+    by = {(f["workload"], f["d_model"]): f for f in fits.fits(rows, cfg)}
+    assert set(by) == {("table", 8), ("table", 16), (ATTENTION, 8), (ATTENTION, 16)}
     for d in (8, 16):
         assert by[("table", d)]["slope"] == pytest.approx(1.0, abs=1e-2)
-        assert by[(cx.ATTENTION, d)]["slope"] == pytest.approx(2.0, abs=1e-2)
+        assert by[(ATTENTION, d)]["slope"] == pytest.approx(2.0, abs=1e-2)
         assert (by[("table", d)]["fit_from"], by[("table", d)]["fit_to"]) == (512, 4096)
         # Attention's window starts at a fixed multiple of d, set in the config.
-        assert by[(cx.ATTENTION, d)]["fit_from"] == 64 * d
+        assert by[(ATTENTION, d)]["fit_from"] == 64 * d
     assert by[("table", 8)]["slope_raw"] < 0.9  # the overhead flattens the raw times
     assert by[("table", 8)]["overhead_s"] == pytest.approx(2e-5 + 1e-9 * 8)
 
 
 def test_the_fit_windows_come_from_the_config_alone():
     """The same timings fitted under two configs: the windows follow the config, not the data."""
-    rows = synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, 16) + synthetic(
+    rows = synthetic(ATTENTION, "layer", 5e-5, 1e-10, 2.0, 16) + synthetic(
         "table", "input", 2e-5, 1e-9, 1.0, 16
     )
     for per_d, enc_min in ((16, 256), (64, 2048)):
         cfg = {**CFG, "attention_fit_min_len_per_d": per_d, "encoding_fit_min_len": enc_min}
-        by = {f["workload"]: f for f in cx.fits(rows, cfg)}
-        assert by[cx.ATTENTION]["fit_from"] == per_d * 16
+        by = {f["workload"]: f for f in fits.fits(rows, cfg)}
+        assert by[ATTENTION]["fit_from"] == per_d * 16
         assert by["table"]["fit_from"] == enc_min
 
 
 def test_flop_model_slopes():
-    assert cx.flop_model_slope(128, 64) == pytest.approx(1.5)
-    assert cx.flop_model_slope(10**9, 64) == pytest.approx(2.0, abs=1e-6)
+    assert fits.flop_model_slope(128, 64) == pytest.approx(1.5)
+    assert fits.flop_model_slope(10**9, 64) == pytest.approx(2.0, abs=1e-6)
     # In d: 1 + 2D / (L + 2D) at each D; 1 once L >> 2D, toward 2 (the projections) at L << D.
-    assert cx.flop_model_d_slope(10**9, [64, 128, 256]) == pytest.approx(1.0, abs=1e-5)
-    assert cx.flop_model_d_slope(1, [10**4, 10**5]) == pytest.approx(2.0, abs=1e-3)
-    at = cx.flop_model_d_slope(16384, [64, 128, 256])
+    assert fits.flop_model_d_slope(10**9, [64, 128, 256]) == pytest.approx(1.0, abs=1e-5)
+    assert fits.flop_model_d_slope(1, [10**4, 10**5]) == pytest.approx(2.0, abs=1e-3)
+    at = fits.flop_model_d_slope(16384, [64, 128, 256])
     assert 1 + 128 / (16384 + 128) < at < 1 + 512 / (16384 + 512)
 
 
@@ -177,16 +178,16 @@ def test_d_fits_recover_the_exponent_in_d_at_the_largest_length():
     for d in (16, 32, 64):
         rows += synthetic("table", "input", 2e-5, 1e-9, 1.0, d, beta=1.0)
         rows += synthetic("wide", "input", 2e-5, 1e-12, 1.0, d, beta=2.0)
-        rows += synthetic(cx.ATTENTION, "layer", 5e-5, 1e-10, 2.0, d, beta=1.0)
-    by = {f["workload"]: f for f in cx.d_fits(rows, [16, 32, 64])}
+        rows += synthetic(ATTENTION, "layer", 5e-5, 1e-10, 2.0, d, beta=1.0)
+    by = {f["workload"]: f for f in fits.d_fits(rows, [16, 32, 64])}
     assert by["table"]["slope"] == pytest.approx(1.0, abs=1e-6)  # t0 removed exactly
     assert by["wide"]["slope"] == pytest.approx(2.0, abs=1e-6)
     assert by["table"]["length"] == 4096 and by["table"]["points"] == 3
     assert by["table"]["flop_model_slope"] is None
-    assert by[cx.ATTENTION]["flop_model_slope"] == cx.flop_model_d_slope(4096, [16, 32, 64])
+    assert by[ATTENTION]["flop_model_slope"] == fits.flop_model_d_slope(4096, [16, 32, 64])
     assert by["table"]["seconds"][32] == pytest.approx(2e-5 + 1e-9 * 4096 * 32)
     # One width: no slope in d.
-    assert cx.d_fits(synthetic("table", "input", 2e-5, 1e-9, 1.0, 16), [16]) == []
+    assert fits.d_fits(synthetic("table", "input", 2e-5, 1e-9, 1.0, 16), [16]) == []
 
 
 def fitted_at(pe: dict[int, float], att: dict[int, float]) -> list[dict]:
@@ -194,7 +195,7 @@ def fitted_at(pe: dict[int, float], att: dict[int, float]) -> list[dict]:
         {"workload": "table", "d_model": d, "slope": v, "fit_from": 512, "fit_to": 4096}
         for d, v in pe.items()
     ] + [
-        {"workload": cx.ATTENTION, "d_model": d, "slope": v, "fit_from": 16 * d, "fit_to": 4096}
+        {"workload": ATTENTION, "d_model": d, "slope": v, "fit_from": 16 * d, "fit_to": 4096}
         for d, v in att.items()
     ]
 
@@ -202,7 +203,7 @@ def fitted_at(pe: dict[int, float], att: dict[int, float]) -> list[dict]:
 def d_fitted_at(pe_d: float, att_d: float) -> list[dict]:
     return [
         {"workload": "table", "length": 4096, "slope": pe_d, "flop_model_slope": None},
-        {"workload": cx.ATTENTION, "length": 1024, "slope": att_d, "flop_model_slope": 1.01},
+        {"workload": ATTENTION, "length": 1024, "slope": att_d, "flop_model_slope": 1.01},
     ]
 
 
@@ -218,7 +219,7 @@ def verdicts_with(pe, att, ratio, pe_d=1.0, att_d=1.0, cfg=CFG) -> list[dict]:
     pe = pe if isinstance(pe, dict) else {8: pe}
     att = att if isinstance(att, dict) else {8: att}
     by_length = {("table", d): at_lengths(ratio) for d in pe}
-    ev = cx.evidence(fitted_at(pe, att), d_fitted_at(pe_d, att_d), by_length, ["table"])
+    ev = evidence.evidence(fitted_at(pe, att), d_fitted_at(pe_d, att_d), by_length, ["table"])
     return evaluate(SPEC.claims, ev, cfg, "complexity")
 
 
@@ -263,13 +264,13 @@ def test_a_claim_holds_only_if_it_holds_at_every_width():
 
 def test_claims_are_na_without_their_workloads():
     """No table encoding and no attention fit: every claim n/a, with a generated reason."""
-    claims = evaluate(SPEC.claims, cx.evidence([], [], {}, []), CFG, "complexity")
+    claims = evaluate(SPEC.claims, evidence.evidence([], [], {}, []), CFG, "complexity")
     assert [c["verdict"] for c in claims] == ["n/a"] * 4
     assert all(c["reason"] for c in claims)
 
 
 def test_a_table_not_timed_where_attention_was_fails():
-    ev = cx.evidence(fitted_at({8: 1.0}, {8: 2.0}), d_fitted_at(1.0, 1.0), {}, ["table"])
+    ev = evidence.evidence(fitted_at({8: 1.0}, {8: 2.0}), d_fitted_at(1.0, 1.0), {}, ["table"])
     assert evaluate(SPEC.claims, ev, CFG, "complexity")[0]["verdict"] == "fail"
 
 
@@ -322,17 +323,17 @@ def test_ratio_intervals_bracket_every_ratio_and_skip_the_untimed():
     rng = np.random.default_rng(0)
     blocks = {
         (name, 8, n): list(t * (1 + 0.05 * rng.standard_normal(12)))
-        for name, t in (("table", 1e-4), (cx.ATTENTION, 1e-3))
+        for name, t in (("table", 1e-4), (ATTENTION, 1e-3))
         for n in (16, 32)
     }
-    del blocks[(cx.ATTENTION, 8, 32)]
+    del blocks[(ATTENTION, 8, 32)]
     points = resample.medians(blocks, 400, 0)
-    ratio = points["table", 8, 16].point / points[cx.ATTENTION, 8, 16].point
+    ratio = points["table", 8, 16].point / points[ATTENTION, 8, 16].point
     rows = [
         {"workload": "table", "d_model": 8, "length": 16, "ratio": ratio},
         {"workload": "table", "d_model": 8, "length": 32, "ratio": None},
     ]
-    timed, untimed = resample.ratio_intervals(rows, points, 0.95, cx.ATTENTION)
+    timed, untimed = resample.ratio_intervals(rows, points, 0.95, ATTENTION)
     assert timed["ratio_low"] < ratio < timed["ratio_high"]
     assert timed["ratio_high"] - timed["ratio_low"] < 0.05  # 5 % noise on 12 blocks
     assert untimed["ratio_low"] is None and untimed["ratio_high"] is None
@@ -355,8 +356,8 @@ def test_ratios_at_every_length_and_width_with_gaps_where_untimed():
     """Each encoding over attention at the same width and L; None where either was not
     timed there."""
     rows = (
-        [timing_row(cx.ATTENTION, 8, n, t, "layer") for n, t in ((1, 1.0), (16, 2.0), (32, 8.0))]
-        + [timing_row(cx.ATTENTION, 16, n, t, "layer") for n, t in ((1, 1.0), (16, 4.0))]
+        [timing_row(ATTENTION, 8, n, t, "layer") for n, t in ((1, 1.0), (16, 2.0), (32, 8.0))]
+        + [timing_row(ATTENTION, 16, n, t, "layer") for n, t in ((1, 1.0), (16, 4.0))]
         + [
             timing_row("table", d, n, t)
             for d in (8, 16)
@@ -364,7 +365,7 @@ def test_ratios_at_every_length_and_width_with_gaps_where_untimed():
         ]
         + [timing_row("bias", 8, n, t, "bias") for n, t in ((1, 0.25), (16, 1.0))]
     )
-    got = {(r["workload"], r["d_model"], r["length"]): r for r in cx.ratios(rows, [16, 32, 64])}
+    got = {(r["workload"], r["d_model"], r["length"]): r for r in fits.ratios(rows, [16, 32, 64])}
     assert len(got) == 9  # (table, 2 widths) + (bias, 1 width), x three lengths; no attention
     assert got[("table", 8, 16)]["ratio"] == 0.25 and got[("table", 8, 32)]["ratio"] == 0.125
     assert got[("table", 16, 16)]["ratio"] == 0.125  # against attention of its own width
@@ -377,16 +378,16 @@ def test_ratios_at_every_length_and_width_with_gaps_where_untimed():
     assert got[("bias", 8, 32)]["ratio"] is None and got[("bias", 8, 32)]["encoding_s"] is None
     assert got[("bias", 8, 32)]["acts_on"] == "bias"
     # The claim's fractions: every L where both were timed, none where either was not.
-    by_length = cx.fractions(list(got.values()))
+    by_length = fits.fractions(list(got.values()))
     assert {k: set(v) for k, v in by_length.items()} == {
         ("table", 8): {16, 32},
         ("table", 16): {16},
         ("bias", 8): {16},
     }
     assert by_length[("table", 8)][16] == interval(0.25, 0.25, 0.25)  # no bounds: zero width
-    worst = cx.worst_fractions(by_length)
+    worst = fits.worst_fractions(by_length)
     assert worst[("table", 8)] == {"length": 16, **interval(0.25, 0.25, 0.25)}
-    ev = cx.evidence([], [], by_length, ["table"])
+    ev = evidence.evidence([], [], by_length, ["table"])
     assert ev["table_to_attention"] == {
         "table d=8": {"L=16": interval(0.25, 0.25, 0.25), "L=32": interval(0.125, 0.125, 0.125)},
         "table d=16": {"L=16": interval(0.125, 0.125, 0.125)},
@@ -407,34 +408,34 @@ def test_steps_find_the_largest_rise_in_time_per_byte():
             (2048, 200.0, 64, 256.0),
         )
     ]
-    (step,) = cx.steps(rows)
+    (step,) = memory.steps(rows)
     assert (step["from_len"], step["to_len"]) == (512, 1024)
     assert step["time_x"] == pytest.approx(12.0) and step["bytes_x"] == pytest.approx(4.0)
     assert step["per_byte_x"] == pytest.approx(3.0)
     assert (step["out_mib_from"], step["out_mib_to"]) == (4, 16)
     assert (step["fresh_mib_from"], step["fresh_mib_to"]) == (0.0, 64.0)
-    assert cx.steps([timing_row(cx.ATTENTION, 8, 16, 1.0, "layer")]) == []
+    assert memory.steps([timing_row(ATTENTION, 8, 16, 1.0, "layer")]) == []
 
 
 def test_output_bytes_of_tensors_and_tuples():
     a, b = torch.zeros(3, 4), torch.zeros(5, dtype=torch.float64)
-    assert cx.output_bytes(a) == 48
-    assert cx.output_bytes((a, b)) == 48 + 40
-    assert cx.output_bytes(None) == 0
+    assert timing.output_bytes(a) == 48
+    assert timing.output_bytes((a, b)) == 48 + 40
+    assert timing.output_bytes(None) == 0
 
 
 def median_time(fn, warmup, min_run_time, timer, min_blocks=3):
-    """One round of cx.time_blocks, summarised as the measurement's rows are."""
-    t = cx.time_blocks(fn, warmup, min_run_time, timer, min_blocks)
+    """One round of timing.time_blocks, summarised as the measurement's rows are."""
+    t = timing.time_blocks(fn, warmup, min_run_time, timer, min_blocks)
     return {
-        **cx.summarise(t["times"]),
+        **timing.summarise(t["times"]),
         "out_bytes": t["out_bytes"],
         "fresh_bytes": t["fresh_bytes"],
     }
 
 
 def test_median_time_measures_a_known_sleep():
-    timer, name = cx.clock(torch.device("cuda"))  # wall time: a sleep uses no CPU
+    timer, name = timing.clock(torch.device("cuda"))  # wall time: a sleep uses no CPU
     assert name == "wall time"
     t = median_time(lambda: time.sleep(0.002), warmup=1, min_run_time=0.02, timer=timer)
     assert 0.0015 < t["median_s"] < 0.05
@@ -450,7 +451,7 @@ def test_the_median_is_of_several_blocks_even_for_a_long_call(seconds):
     assert seconds * 0.9 < t["median_s"] < seconds * 3
 
 
-@pytest.mark.skipif(cx.minor_faults() is None, reason="no page-fault counts on this OS")
+@pytest.mark.skipif(timing.minor_faults() is None, reason="no page-fault counts on this OS")
 def test_median_time_counts_the_pages_a_call_maps_afresh():
     """A 64 MiB block is above the C allocator's largest threshold for reusing freed memory,
     so each call faults every page of a fresh one in; a 4 KiB one is reused."""
@@ -479,24 +480,24 @@ def test_cache_sizes_read_from_sysfs(tmp_path):
             ("shared_cpu_list", cpus),
         ):
             (index / name).write_text(f"{value}\n")
-    caches = cx.cache_sizes(tmp_path)
+    caches = memory.cache_sizes(tmp_path)
     assert caches["source"] == str(tmp_path)
     assert [(c["level"], c["bytes"]) for c in caches["levels"]] == [
         (1, 48 * 2**10),
         (2, 2 * 2**20),
         (3, 32 * 2**20),
     ]  # instruction caches hold no data
-    assert cx.last_levels(caches) == (2 * 2**20, 32 * 2**20)
+    assert memory.last_levels(caches) == (2 * 2**20, 32 * 2**20)
 
 
 def test_cache_sizes_fall_back_to_unknown(tmp_path, monkeypatch):
     def no_sysconf(name):
         raise ValueError(name)
 
-    monkeypatch.setattr(cx.os, "sysconf", no_sysconf)
-    caches = cx.cache_sizes(tmp_path / "absent")
+    monkeypatch.setattr(memory.os, "sysconf", no_sysconf)
+    caches = memory.cache_sizes(tmp_path / "absent")
     assert caches == {"source": "unknown", "levels": []}
-    assert cx.last_levels(caches) == (None, None)
+    assert memory.last_levels(caches) == (None, None)
     m = Measurements(summary={}, timing={"machine": {"caches": caches}})
     assert present.table_caches(m, None)[1] == [[None, "unknown", None, None, "unknown"]]
 
@@ -505,10 +506,10 @@ def test_cache_sizes_fall_back_to_unknown(tmp_path, monkeypatch):
 def test_every_encoding_does_its_own_work(name):
     """What each place of action times, selected by base class, never by name."""
     length, b, d = 16, CFG["batch"], CFG["d_models"][-1]
-    h = cx.heads(CFG, d)
-    enc = cx.encoding_module(name, CFG, d, ENCODING, length, CPU)
+    h = workloads.heads(CFG, d)
+    enc = workloads.encoding_module(name, CFG, d, ENCODING, length, CPU)
     assert enc.params.n_heads == h and enc.params.head_dim == CFG["head_dim"]
-    fn = cx.encoding_workload(enc, CFG, length, CPU)
+    fn = workloads.encoding_workload(enc, CFG, length, CPU)
     if not REGISTRY[name].positional:
         assert fn is None
         return
@@ -533,7 +534,7 @@ def test_every_encoding_does_its_own_work(name):
 
 
 def test_tiny_measurement_has_every_workload_length_and_width():
-    rows, tables, quadratic, blocks = cx.measure(CFG, BUILT_IN, ENCODING, 0, CPU)
+    rows, tables, quadratic, blocks = workloads.measure(CFG, BUILT_IN, ENCODING, 0, CPU)
     seen = {(r["workload"], r["d_model"], r["length"]) for r in rows}
     assert set(blocks) == seen
     # Every round times every point: at least one block per round, and min_blocks in all.
@@ -543,11 +544,11 @@ def test_tiny_measurement_has_every_workload_length_and_width():
     assert tables and quadratic
     for d in CFG["d_models"]:
         for n in (1, *CFG["lengths"]):
-            assert (cx.ATTENTION, d, n) in seen
+            assert (ATTENTION, d, n) in seen
             for name in timed:
                 capped = name in quadratic and n > CFG["bias_max_len"]
                 assert ((name, d, n) in seen) is not capped  # quadratic: up to bias_max_len
-    assert not any(r["workload"] not in timed + [cx.ATTENTION] for r in rows)  # NoPE: no work
+    assert not any(r["workload"] not in timed + [ATTENTION] for r in rows)  # NoPE: no work
     assert all(r["median_s"] > 0 for r in rows)
     assert all(r["heads"] == r["d_model"] // CFG["head_dim"] for r in rows)
     table = next(r for r in rows if r["workload"] in tables and r["length"] == 32)
@@ -566,14 +567,14 @@ def test_rounds_interleave_every_point_in_alternating_directions(monkeypatch):
 
     cfg = {**CFG, "rounds": 3}
     order = []
-    monkeypatch.setattr(cx, "time_blocks", fake)
-    real = cx.attention_workload
+    monkeypatch.setattr(workloads, "time_blocks", fake)
+    real = workloads.attention_workload
     monkeypatch.setattr(
-        cx,
+        workloads,
         "attention_workload",
         lambda c, d, n, seed, device: order.append((d, n)) or real(c, d, n, seed, device),
     )
-    cx.measure(cfg, [], ENCODING, 0, CPU)
+    workloads.measure(cfg, [], ENCODING, 0, CPU)
     plan = [(d, n) for d in CFG["d_models"] for n in (1, *CFG["lengths"])]
     assert order == plan + plan[::-1] + plan
     assert set(calls) == {CFG["min_run_time"] / 3}  # each round times a share
@@ -593,10 +594,16 @@ def test_bootstrap_slopes_bracket_the_estimate_and_widen_with_noise():
     for noise in (0.01, 0.3):
         b = blocks(noise)
         rows = [
-            {"workload": "table", "acts_on": "input", "d_model": 8, "length": n, **cx.summarise(t)}
+            {
+                "workload": "table",
+                "acts_on": "input",
+                "d_model": 8,
+                "length": n,
+                **timing.summarise(t),
+            }
             for (_, _, n), t in b.items()
         ]
-        fitted = cx.fits(rows, {**CFG, "encoding_fit_min_len": 256})
+        fitted = fits.fits(rows, {**CFG, "encoding_fit_min_len": 256})
         (f,) = resample.fit_intervals(fitted, resample.medians(b, 400, 0), 0.95)
         assert f["slope_low"] <= f["slope"] <= f["slope_high"]
         widths[noise] = f["slope_high"] - f["slope_low"]
@@ -619,7 +626,9 @@ def test_a_slope_interval_that_straddles_the_tolerance_is_inconclusive():
             {**f, "slope_low": low, "slope_high": high} if f["workload"] == "table" else f
             for f in fitted_at({8: (low + high) / 2}, {8: 2.0})
         ]
-        ev = cx.evidence(fit, d_fitted_at(1.0, 1.0), {("table", 8): at_lengths(0.01)}, ["table"])
+        ev = evidence.evidence(
+            fit, d_fitted_at(1.0, 1.0), {("table", 8): at_lengths(0.01)}, ["table"]
+        )
         return evaluate(SPEC.claims, ev, CFG, "complexity")[0]
 
     assert verdict(0.9, 1.1)["verdict"] == "pass"
@@ -635,8 +644,8 @@ def test_compute_and_present_on_a_small_run(one_thread):
     # Every table with a fit is in the evidence, at every width. Whether a cheap table's times
     # rise above the per-call overhead on a loaded machine is timing, not logic: a table may
     # lack a fit.
-    fitted = {cx.label(f["workload"], f["d_model"]) for f in m.summary["fits"]}
-    tables = {cx.label(n, d) for n in m.summary["tables"] for d in RUN_CFG["d_models"]}
+    fitted = {workloads.label(f["workload"], f["d_model"]) for f in m.summary["fits"]}
+    tables = {workloads.label(n, d) for n in m.summary["tables"] for d in RUN_CFG["d_models"]}
     assert set(m.evidence["table_slope"]) == fitted & tables
     assert m.evidence["table_slope"]
     assert set(m.evidence["attention_fit_slope"]) == {f"d={d}" for d in RUN_CFG["d_models"]}
@@ -661,7 +670,7 @@ def test_compute_and_present_on_a_small_run(one_thread):
     assert all(len(r) == len(columns) for r in rows)
     columns, rows = present.table_d_slopes(m, context())
     assert columns[-2:] == ["d = 16 (s)", "d = 32 (s)"]
-    assert {r[0] for r in rows} >= {cx.ATTENTION, *m.summary["tables"]}
+    assert {r[0] for r in rows} >= {ATTENTION, *m.summary["tables"]}
     fig = present.figure_scaling(m, context())
     assert len(fig.axes) == len(RUN_CFG["d_models"])
     for ax, d in zip(fig.axes, RUN_CFG["d_models"]):
@@ -680,13 +689,13 @@ def test_compute_and_present_on_a_small_run(one_thread):
     assert columns[3:-1] == [f"L = {n}" for n in RUN_CFG["lengths"]]
     assert columns[-1] == "largest at L"
     timed = {(r["workload"], r["d_model"]) for r in m.rows["timings"]} - {
-        (cx.ATTENTION, d) for d in RUN_CFG["d_models"]
+        (ATTENTION, d) for d in RUN_CFG["d_models"]
     }
     assert {(r[0], r[2]) for r in rows} == timed and len(rows) == len(timed)
     times = {(r["workload"], r["d_model"], r["length"]): r["median_s"] for r in m.rows["timings"]}
     for row in rows:
         for n, value in zip(RUN_CFG["lengths"], row[3:-1]):
-            enc, att = times.get((row[0], row[2], n)), times.get((cx.ATTENTION, row[2], n))
+            enc, att = times.get((row[0], row[2], n)), times.get((ATTENTION, row[2], n))
             if enc is None or att is None:
                 assert value is None
             else:  # the ratio, then its bootstrap interval
@@ -770,8 +779,8 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings, one_t
     assert max(lengths) <= RUN_CFG["bias_max_len"]  # quadratic, like the registry's biases
     assert bias in m.summary["quadratic"] and table in m.summary["tables"]
     for d in RUN_CFG["d_models"]:
-        assert cx.label(table, d) in m.evidence["table_slope"]
-        assert cx.label(table, d) in m.evidence["table_to_attention"]
+        assert workloads.label(table, d) in m.evidence["table_slope"]
+        assert workloads.label(table, d) in m.evidence["table_to_attention"]
     assert f"{table} L={max(RUN_CFG['lengths'])}" in m.evidence["table_d_slope"]
     _, rows = present.table_slopes(m, ctx)
     assert {table, bias} <= {r[0] for r in rows}
