@@ -36,6 +36,12 @@ THRESHOLDS = {
     "memorisation_gap_bits": 0.1,
     "lm_learned_margin_bits": 0.0,
     "passkey_min_learners": 2,
+    "plateau_bits": 0.02,
+}
+# The aggregate's per-model status thresholds, from the same table.
+STATUS = {
+    "learned_margin": THRESHOLDS["lm_learned_margin_bits"],
+    "plateau_bits": THRESHOLDS["plateau_bits"],
 }
 
 # Validation bits/char at each multiplier (mode segment), shaped like Press et al.'s Table 2:
@@ -244,7 +250,9 @@ def run(
         for seed in (0, 1):
             evals.append(passkey_record(name, seed, passkey))
             logs.append(train_log("passkey", name, seed))
-    m = compute.aggregate(evals, logs, smoke, BASELINES, {"level": 0.95, "resamples": 400})
+    m = compute.aggregate(
+        evals, logs, smoke, BASELINES, {"level": 0.95, "resamples": 400}, **STATUS
+    )
     cfg = {"smoke_test": smoke, "thresholds": {**THRESHOLDS, **(thresholds or {})}}
     ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
     return m, {c["id"].split(".")[1]: c for c in ledger}
@@ -378,7 +386,9 @@ def test_a_point_estimate_past_the_threshold_does_not_pass_when_its_interval_str
                 logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
     finally:
         WINDOW_NOISE = saved
-    m = compute.aggregate(evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400})
+    m = compute.aggregate(
+        evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400}, **STATUS
+    )
     change = m.evidence["far_change"]["alibi"]
     assert change["estimate"] == pytest.approx(0.03) and change["high"] > 0.05
     cfg = {"smoke_test": False, "thresholds": THRESHOLDS}
@@ -397,7 +407,9 @@ def test_seeds_that_disagree_are_shown_one_by_one():
             passkey = dict(PASSKEY, sinusoidal=[1.0, 0.99, 0.13 if seed else 0.99])
             evals += [lm_record(enc, seed, CURVES), passkey_record(enc, seed, passkey)]
             logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
-    m = compute.aggregate(evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400})
+    m = compute.aggregate(
+        evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400}, **STATUS
+    )
     cells = {(c["series"], c["multiplier"]): c for c in m.summary["passkey"]}
     assert cells[("sinusoidal", 4)]["seeds_disagree"]
     assert not cells[("alibi", 4)]["seeds_disagree"]
@@ -843,7 +855,9 @@ def test_passkey_claims_are_decided_on_the_seeds_that_learned():
             passkey = dict(PASSKEY, alibi=[0.5, 0.1, 0.05]) if seed else PASSKEY
             evals += [lm_record(enc, seed, CURVES), passkey_record(enc, seed, passkey)]
             logs += [train_log("lm", enc, seed), train_log("passkey", enc, seed)]
-    m = compute.aggregate(evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400})
+    m = compute.aggregate(
+        evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400}, **STATUS
+    )
     assert m.summary["passkey_learned_seeds"]["alibi"] == [0]
     assert m.summary["passkey_learned_seeds"]["rope"] == [0, 1]
     assert m.evidence["passkey_learners"]["alibi"] == 1

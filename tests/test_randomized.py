@@ -236,7 +236,7 @@ def passkey_record(encoding, seed, accuracies):
 
 
 def claim(plain_at_4n, randomized_at_4n):
-    from test_extrapolation import BASELINES, THRESHOLDS, lm_record, train_log
+    from test_extrapolation import BASELINES, STATUS, THRESHOLDS, lm_record, train_log
 
     curves = {"rope": [2.0, 2.5, 3.0, 3.4, 3.6]}
     evals, logs = [], []
@@ -246,7 +246,9 @@ def claim(plain_at_4n, randomized_at_4n):
         for name, at_4n in (("rope", plain_at_4n), ("rope+randomized", randomized_at_4n)):
             evals.append(passkey_record(name, seed, [1.0, 0.8, at_4n]))
             logs.append(train_log("passkey", name, seed))
-    m = compute.aggregate(evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400})
+    m = compute.aggregate(
+        evals, logs, False, BASELINES, {"level": 0.95, "resamples": 400}, **STATUS
+    )
     cfg = {"smoke_test": False, "thresholds": THRESHOLDS}
     (verdict,) = [
         c for c in evaluate(SPEC.claims, m.evidence, cfg, SPEC.id) if "randomized" in c["id"]

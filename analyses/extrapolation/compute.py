@@ -545,6 +545,8 @@ def compute(ctx: Context) -> Measurements:
         ctx.seed,
         learned_at=ctx.cfg["thresholds"]["passkey_min_accuracy"],
         min_learners=ctx.cfg["thresholds"]["passkey_min_learners"],
+        learned_margin=ctx.cfg["thresholds"]["lm_learned_margin_bits"],
+        plateau_bits=ctx.cfg["thresholds"]["plateau_bits"],
     )
 
 
@@ -554,8 +556,6 @@ def compute(ctx: Context) -> Measurements:
 LEARNED_REFERENCE = "3-gram"
 # What the training recipe aims for (every encoding but NoPE): shown per model, decides nothing.
 TARGET_REFERENCE = "4-gram"
-# Training has plateaued when the loss fell by less than this over the last tenth of its steps.
-PLATEAU_BITS = 0.02
 
 
 def passkey_learners(evals: list[dict], learned_at: float) -> dict[str, list[int]]:
@@ -571,13 +571,17 @@ def passkey_learners(evals: list[dict], learned_at: float) -> dict[str, list[int
 
 
 def lm_status(
-    rows: list[dict], train_logs: list[dict], references: dict[str, float]
+    rows: list[dict],
+    train_logs: list[dict],
+    references: dict[str, float],
+    learned_margin: float,
+    plateau_bits: float,
 ) -> list[dict[str, Any]]:
     """Per LM (encoding and seed): its validation bits/char at L_train (mode a), the n-gram
-    reference it must beat to have learned (:data:`LEARNED_REFERENCE`) and whether it did,
-    whether it beats :data:`TARGET_REFERENCE` too (what the recipe aims for), how much its
-    training loss fell over the last tenth of the steps (bits/char) and whether that is under
-    :data:`PLATEAU_BITS` (plateaued)."""
+    reference it must beat by more than ``learned_margin`` to have learned
+    (:data:`LEARNED_REFERENCE`) and whether it did, whether it beats :data:`TARGET_REFERENCE`
+    too (what the recipe aims for), how much its training loss fell over the last tenth of the
+    steps (bits/char) and whether that is under ``plateau_bits`` (plateaued)."""
     reference = references.get(LEARNED_REFERENCE)
     target = references.get(TARGET_REFERENCE)
     at_train = {
@@ -602,11 +606,13 @@ def lm_status(
                 "seed": t["seed"],
                 "bits": bits,
                 "reference": reference,
-                "learned": None if bits is None or reference is None else bits < reference,
+                "learned": (
+                    None if bits is None or reference is None else reference - bits > learned_margin
+                ),
                 "target": target,
                 "beats_target": None if bits is None or target is None else bits < target,
                 "late_fall_bits": fell,
-                "plateaued": None if fell is None else fell < PLATEAU_BITS,
+                "plateaued": None if fell is None else fell < plateau_bits,
             }
         )
     return out
@@ -621,6 +627,9 @@ def aggregate(
     seed: int = 0,
     learned_at: float = 0.9,
     min_learners: int = 0,
+    *,
+    learned_margin: float,
+    plateau_bits: float,
 ) -> Measurements:
     """The measurements from evaluation records and training logs (timings merged in);
     ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`); ``intervals``
@@ -718,7 +727,10 @@ def aggregate(
     summary["passkey_learned_seeds"] = {e: learned[e] for e in passkey_encodings}
     summary["passkey_learned_at"] = learned_at
     summary["passkey_min_learners"] = min_learners
-    summary["lm_status"] = lm_status(lm_rows, train_logs, baselines or {})
+    summary["plateau_bits"] = plateau_bits
+    summary["lm_status"] = lm_status(
+        lm_rows, train_logs, baselines or {}, learned_margin, plateau_bits
+    )
     ev = evidence(
         scores,
         encodings,

@@ -268,8 +268,8 @@ SPEC = AnalysisSpec(
             "interpolated Kneser-Ney trigram of the training text (learned: below it), whether "
             "it is below the 4-gram too (the training recipe's aim for every encoding but "
             "NoPE), and how much the training loss fell over the last tenth of the steps "
-            "(plateaued: under 0.02 bits/char). Passkey: the seeds whose exact match at N is "
-            "at least {passkey_learned_at:g}, of all seeds.",
+            "(plateaued: under {plateau_bits:g} bits/char). Passkey: the seeds whose exact "
+            "match at N is at least {passkey_learned_at:g}, of all seeds.",
         ),
         "extensions": Table(
             "Context extensions evaluated without fine-tuning: how much each lowers the plain "
