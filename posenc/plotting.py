@@ -22,6 +22,19 @@ PALETTE = (
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "*", "h", "p")
 
 
+def estimate_band(ax, xs, cells, color, **line) -> None:
+    """One series: its estimate as a line (``line``: matplotlib's line keywords) and its
+    confidence interval as a band in the same colour. ``cells``: a ``{"estimate", "low",
+    "high"}`` per x."""
+    ax.plot(xs, [c["estimate"] for c in cells], color=color, **line)
+    # matplotlib's band, not seaborn's lineplot: lineplot bands only an interval it computes
+    # itself from raw observations (its errorbar=), and ours is the analysis' own bootstrap
+    # over seeds and evaluation units, the one its tables and claims quote.
+    ax.fill_between(
+        xs, [c["low"] for c in cells], [c["high"] for c in cells], color=color, alpha=0.15, lw=0
+    )
+
+
 def nothing_to_show(what: str):
     """A figure for a run whose encodings include none of the kind a figure is about (a report
     card's study of bias encodings has no fixed table to rotate, say): it says so, rather than

@@ -6,7 +6,7 @@ from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import style
+from posenc.plotting import estimate_band, style
 
 from .spec import CONTROL
 
@@ -40,19 +40,7 @@ def _arm(method: str, scale: int) -> str:
 
 
 def _band(ax, xs, cells, color, marker, ls, label):
-    ax.plot(
-        xs,
-        [c["estimate"] for c in cells],
-        ls=ls,
-        marker=marker,
-        color=color,
-        lw=1.4,
-        ms=5,
-        label=label,
-    )
-    ax.fill_between(
-        xs, [c["low"] for c in cells], [c["high"] for c in cells], color=color, alpha=0.15, lw=0
-    )
+    estimate_band(ax, xs, cells, color, ls=ls, marker=marker, lw=1.4, ms=5, label=label)
 
 
 def figure_zero_shot(m: Measurements, ctx: Context):

@@ -8,7 +8,7 @@ from typing import Any
 from posenc import ngram
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import style
+from posenc.plotting import estimate_band, style
 from posenc.variants import split_model
 
 # The plain model solid with its encoding's filled marker; its first, second, ... context
@@ -57,26 +57,18 @@ def _estimate_and_interval(
 ) -> None:
     """One series: the estimate (mean over seeds) as a line, its confidence interval as a
     band. ``points`` are (x, {"estimate", "low", "high"}) pairs."""
-    xs = [x for x, _ in points]
-    ax.plot(
-        xs,
-        [p["estimate"] for _, p in points],
+    estimate_band(
+        ax,
+        [x for x, _ in points],
+        [p for _, p in points],
+        color,
         ls=linestyle,
         marker=marker,
         ms=size,
         mfc="none" if hollow else color,
         mew=1.2,
         lw=lw,
-        color=color,
         label=label,
-    )
-    ax.fill_between(
-        xs,
-        [p["low"] for _, p in points],
-        [p["high"] for _, p in points],
-        color=color,
-        alpha=0.15,
-        lw=0,
     )
 
 
