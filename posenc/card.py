@@ -16,6 +16,7 @@ from typing import Any
 
 from posenc.analysis import CardColumn
 from posenc.claims import is_interval
+from posenc.plotting import themed
 
 # What a cell's colour says: whether the encoding has the column's property, as the claim
 # that judges the cell found. Green only ever marks a property that holds: a claim that
@@ -302,6 +303,7 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
         spine.set_visible(False)
 
 
+@themed
 def figure(card: dict[str, Any]):
     """The card as a grid: a row per property, grouped by the section that measures it, a
     column per encoding (a plugin's in bold), each cell its number on its outcome's colour.

@@ -4,7 +4,7 @@ angles are panels, one per configured encoding that has one, styled from the reg
 import math
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style
+from posenc.plotting import style, themed
 
 from .compute import _find
 
@@ -62,6 +62,7 @@ def _drawable(errors: list[float], floor: float) -> list[float]:
     return [max(e, floor) if e is not None and math.isfinite(e) else math.nan for e in errors]
 
 
+@themed
 def figure_min_distance(m: Measurements, ctx: Context):
     """Exact minimum distance against L, one panel per base, one line per d."""
     import matplotlib.pyplot as plt
@@ -96,6 +97,7 @@ def figure_min_distance(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_distinct(m: Measurements, ctx: Context):
     """Distinct fraction against L, one panel per table, one line per variant."""
     tables, variants = m.summary["tables"], m.summary["variants"]
@@ -121,6 +123,7 @@ def figure_distinct(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_errors(m: Measurements, ctx: Context):
     """Angle error (every table in one panel) and encoding error (a panel per table) against
     the position."""
@@ -183,6 +186,7 @@ def figure_errors(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_decode(m: Measurements, ctx: Context):
     """Decoding accuracy against L, one panel per table, one line per variant."""
     tables, variants = m.summary["tables"], m.summary["variants"]

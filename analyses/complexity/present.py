@@ -3,7 +3,7 @@
 import numpy as np
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style
+from posenc.plotting import style, themed
 
 from .compute import ATTENTION
 
@@ -27,6 +27,7 @@ def look(name: str) -> dict:
     return {"color": "black", "marker": "o"} if name == ATTENTION else style(name)
 
 
+@themed
 def figure_scaling(m: Measurements, ctx: Context):
     """Time per call against L, log-log, one panel per width, with the fitted lines over the
     fit range."""
@@ -76,6 +77,7 @@ def fresh_ratio(r: dict) -> bool:
     return bool(r["out_bytes"]) and r["fresh_bytes"] is not None
 
 
+@themed
 def figure_memory(m: Measurements, ctx: Context):
     """Seconds per output byte, and bytes faulted in per output byte, against the output's
     bytes, with the machine's cache sizes as vertical lines."""
@@ -233,6 +235,7 @@ def _bound(row: dict, key: str) -> float:
     return row["ratio"] if row.get(key) is None else row[key]
 
 
+@themed
 def figure_fractions(m: Measurements, ctx: Context):
     """Each encoding's time over one attention layer's against L, log-log, one panel per
     width, with each point's bootstrap interval and the claim's bound for the tables."""

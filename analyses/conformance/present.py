@@ -2,6 +2,7 @@
 a library that is not installed shows n/a and the reason."""
 
 from posenc.analysis import Context, Measurements
+from posenc.plotting import themed
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
 # One look per implementation, in the order compute lists them (ours first).
@@ -23,6 +24,7 @@ def _look(names: list[str], name: str) -> dict:
     }
 
 
+@themed
 def figure_traps(m: Measurements, ctx: Context):
     """Angle error against position, log-log: a panel per path, a line per implementation."""
     import matplotlib.pyplot as plt

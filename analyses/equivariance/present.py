@@ -3,6 +3,7 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
+from posenc.plotting import themed
 
 from .compute import _select
 
@@ -64,6 +65,7 @@ def _floor(m: Measurements) -> float:
     return min(m.summary["tolerance"].values()) / 100  # exact zeros sit here, below every tolerance
 
 
+@themed
 def figure_permutation(m: Measurements, ctx: Context):
     """The permutation error per case, bidirectional and causal side by side."""
     import matplotlib.pyplot as plt
@@ -80,6 +82,7 @@ def figure_permutation(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_shift(m: Measurements, ctx: Context):
     """The change of the output when every position is shifted by the same constant."""
     import matplotlib.pyplot as plt

@@ -6,7 +6,7 @@ from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import estimate_band, style
+from posenc.plotting import estimate_band, style, themed
 
 from .spec import CONTROL
 
@@ -43,6 +43,7 @@ def _band(ax, xs, cells, color, marker, ls, label):
     estimate_band(ax, xs, cells, color, ls=ls, marker=marker, lw=1.4, ms=5, label=label)
 
 
+@themed
 def figure_zero_shot(m: Measurements, ctx: Context):
     """Bits/char against length, each method at s = L / L_train, no fine-tuning."""
     import matplotlib.pyplot as plt
@@ -78,6 +79,7 @@ def figure_zero_shot(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_finetune(m: Measurements, ctx: Context):
     """Bits/char at s x L_train against fine-tuning steps, one panel per (encoding, scale)."""
     import matplotlib.pyplot as plt

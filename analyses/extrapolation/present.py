@@ -8,7 +8,7 @@ from typing import Any
 from posenc import ngram
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import estimate_band, style
+from posenc.plotting import estimate_band, style, themed
 from posenc.variants import split_model
 
 # The plain model solid with its encoding's filled marker; its first, second, ... context
@@ -128,6 +128,7 @@ def _length_axis(ax, lengths: list[int]) -> None:
     ax.grid(alpha=0.3)
 
 
+@themed
 def figure_bits_vs_length(m: Measurements, ctx: Context):
     """Bits/char versus evaluation length (log x), both scoring modes, estimate and interval."""
     import matplotlib.pyplot as plt
@@ -172,6 +173,7 @@ def figure_bits_vs_length(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_passkey_accuracy(m: Measurements, ctx: Context):
     """Exact-match passkey accuracy versus length, per encoding."""
     import matplotlib.pyplot as plt
@@ -213,6 +215,7 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_training_curves(m: Measurements, ctx: Context):
     """Training loss per step (moving average), mean over seeds, per task and encoding."""
     import matplotlib.pyplot as plt

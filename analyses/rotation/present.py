@@ -3,13 +3,14 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import nothing_to_show, style
+from posenc.plotting import nothing_to_show, style, themed
 
 FLOOR = 2.0**-52 / 8  # exact zeros are drawn here, below every error (eps(float64) / 8)
 # Score-shift cases by line style: storage dtype, then the naive case (angles in it too).
 LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 
 
+@themed
 def figure_identity(m: Measurements, ctx: Context):
     """The identity's error against the position: a row per base, a column per dtype."""
     import matplotlib.pyplot as plt
@@ -58,6 +59,7 @@ def figure_identity(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_score_shift(m: Measurements, ctx: Context):
     """The largest score change under a common shift, per qk encoding and dtype case, and its
     ratio to the rounding bound (the registry's angles; the naive case is held to it too)."""

@@ -2,7 +2,7 @@
 Model × property grid colouring is the template's, from the ledger's per-model outcomes."""
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import nothing_to_show
+from posenc.plotting import nothing_to_show, themed
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
 NA = "n/a"
@@ -15,6 +15,7 @@ def _cmap(n: int):
     return [cmap(i % 20) for i in range(n)]
 
 
+@themed
 def figure_spectrum(m: Measurements, ctx: Context):
     """Wavelength over the advertised context per pair (log y), a line per model and layer type."""
     import matplotlib.pyplot as plt
@@ -48,6 +49,7 @@ def figure_spectrum(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_angle_error(m: Measurements, ctx: Context):
     """Angle error against position, log-log: a panel per path, a line per model (its first
     layer type with the largest error at the context)."""

@@ -5,7 +5,7 @@ import math
 import numpy as np
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style
+from posenc.plotting import style, themed
 
 from .compute import FIXED, PROPERTIES, RANDOM_INIT, TRAINED
 
@@ -23,6 +23,7 @@ def _matrix(rows: list[dict], row: str, col: str, value: str) -> list[list[float
     return out
 
 
+@themed
 def figure_seed_heatmap(m: Measurements, ctx: Context):
     """The seed's table, dimensions down, positions across."""
     import matplotlib.pyplot as plt
@@ -40,6 +41,7 @@ def figure_seed_heatmap(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_offset_curves(m: Measurements, ctx: Context):
     """Similarity and scaled distance against the offset, one column per base."""
     import matplotlib.pyplot as plt
@@ -78,6 +80,7 @@ def _panel_title(source: str, encoding: str, seed) -> str:
     return encoding
 
 
+@themed
 def figure_kernels(m: Measurements, ctx: Context):
     """One heatmap per kernel (fixed, trained, then the random-init contrast), titled in the
     encoding's colour; pairs a causal model never scores are left blank."""
@@ -107,6 +110,7 @@ def figure_kernels(m: Measurements, ctx: Context):
     return fig
 
 
+@themed
 def figure_long_term_decay(m: Measurements, ctx: Context):
     """One panel per rotary encoding, one line per head width d."""
     import matplotlib.pyplot as plt
