@@ -253,15 +253,32 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
     """One grid of the card: a row per property, a column per encoding of ``rows``."""
     import textwrap
 
-    import matplotlib.pyplot as plt
+    import numpy as np
+    import seaborn as sns
+    from matplotlib.colors import ListedColormap
 
+    # Each cell is its outcome's place in OUTCOMES, drawn in that outcome's colour; an empty
+    # card (no encodings, or no properties) keeps one blank cell, as NaN draws nothing.
+    outcomes = np.full((max(len(columns), 1), max(len(rows), 1)), np.nan)  # (property, encoding)
     for j, row in enumerate(rows):
         for i, c in enumerate(row["cells"]):
-            ax.add_patch(
-                plt.Rectangle(
-                    (j, i), 1, 1, facecolor=COLOURS[c["outcome"]], edgecolor="white", lw=1.5
-                )
-            )
+            outcomes[i, j] = OUTCOMES.index(c["outcome"])
+    sns.heatmap(
+        outcomes,
+        ax=ax,
+        cmap=ListedColormap([COLOURS[o] for o in OUTCOMES]),
+        vmin=-0.5,
+        vmax=len(OUTCOMES) - 0.5,
+        cbar=False,
+        linewidths=1.5,
+        linecolor="white",
+        xticklabels=False,
+        yticklabels=False,
+    )
+    # The numbers are written here, not by heatmap's annot, which gives every cell one style:
+    # a failure's is bold and dark red, a missing one's grey, a long one's unit on a line below.
+    for j, row in enumerate(rows):
+        for i, c in enumerate(row["cells"]):
             style = {"ha": "center", "va": "center", "fontsize": font}
             if c["outcome"] == "fail":
                 style.update(color="#7f1d1d", fontweight="bold")
@@ -280,8 +297,6 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
     for i in range(1, len(columns)):
         if columns[i]["section"] != columns[i - 1]["section"]:
             ax.axhline(i, color="#9aa0a6", lw=0.8)
-    ax.set_xlim(0, max(len(rows), 1))
-    ax.set_ylim(max(len(columns), 1), 0)
     ax.set_yticks([i + 0.5 for i in range(len(columns))])
     ax.set_yticklabels(
         [textwrap.fill(c["label"], 26) for c in columns], fontsize=font, linespacing=1.0
@@ -299,8 +314,6 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
         if row["plugin"]:
             label.set_fontweight("bold")
     ax.tick_params(length=0, pad=3)
-    for spine in ax.spines.values():
-        spine.set_visible(False)
 
 
 @themed

@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
 import pytest
 from fake_report import two_sections
 
@@ -416,6 +417,43 @@ def test_the_card_is_drawn_at_the_width_the_pdf_prints_it(tmp_path, n_encodings)
     assert width_in <= 7.0  # A4 less the PDF's margins: 178 mm
     sizes = [float(m) for m in re.findall(r"font-size: (\d+(?:\.\d+)?)px", svg.read_text())]
     assert sizes and min(sizes) >= 6
+
+
+def test_each_cell_is_drawn_in_its_outcomes_colour_with_its_number():
+    # Every state the legend names, inconclusive and no verdict (an n/a claim's) included,
+    # coloured as the page's table colours it; a failure's number in bold.
+    import matplotlib.pyplot as plt
+    from matplotlib import colors
+
+    names = ["holds", "lacks", "fails", "unsure", "unjudged", "unmeasured"]
+    verdicts = {"holds": "pass", "lacks": "pass", "fails": "fail", "unsure": "inconclusive"}
+    columns = [
+        CardColumn("has it", ("x",), claim="a.has"),
+        CardColumn("lacks it", ("y",), claim="a.lacks", asserts_absence=("y",)),
+    ]
+    values = {n: 0.25 * (i + 1) for i, n in enumerate(names[:-1])}
+    evidence = {"x": values, "y": values}
+    ledger = [
+        {"id": "a.has", "outcomes": {"x": {n: v for n, v in verdicts.items() if n != "lacks"}}},
+        {"id": "a.lacks", "outcomes": {"y": {"lacks": "pass"}}},
+    ]
+    section = {"id": "a", "title": "A", "columns": columns, "evidence": evidence,
+               "ledger": ledger}  # fmt: skip
+    data = card.build([section], names, {})
+    fig = card.figure(data)
+    [ax] = [a for a in fig.axes if a.collections]
+    [mesh] = ax.collections
+    drawn = np.array([colors.to_hex(c) for c in mesh.get_facecolors()]).reshape(2, len(names))
+    shown = [[card.COLOURS[r["cells"][i]["outcome"]] for r in data["rows"]] for i in range(2)]
+    assert drawn.tolist() == shown
+    assert [r["cells"][0]["outcome"] for r in data["rows"]] == [
+        "holds", "none", "fail", "inconclusive", "none", "missing"
+    ]  # fmt: skip
+    assert data["rows"][1]["cells"][1]["outcome"] == "lacks"
+    texts = {(t.get_position(), t.get_text()): t for t in ax.texts}
+    assert texts[(2.5, 0.5), "0.75"].get_fontweight() == "bold"  # the failure
+    assert texts[(5.5, 0.5), "—"]  # not measured
+    plt.close(fig)
 
 
 def test_plugin_text_is_escaped_in_the_card(tmp_path, monkeypatch):

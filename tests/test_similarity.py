@@ -484,6 +484,26 @@ def test_every_figure_and_table_of_the_spec_renders():
         assert m.rows[name], name
 
 
+def test_a_kernel_heatmap_draws_the_kernels_own_numbers_and_leaves_unscored_pairs_blank():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from posenc.analysis import Measurements
+
+    kernel = [[1.0, math.nan, math.nan], [0.25, 1.0, math.nan], [-0.5, 0.25, 1.0]]  # causal
+    rows = [
+        {"source": sm.FIXED, "encoding": "rope", "seed": None, "p": p, "q": q, "kernel": v}
+        for p, line in enumerate(kernel)
+        for q, v in enumerate(line)
+    ]
+    fig = present.figure_kernels(Measurements(rows={"kernels": rows}), context())
+    [mesh] = fig.axes[0].collections
+    drawn = mesh.get_array()
+    assert drawn.mask.tolist() == [[math.isnan(v) for v in line] for line in kernel]
+    assert drawn.compressed().tolist() == [v for line in kernel for v in line if v == v]
+    assert mesh.norm.vmin == -1.0 and mesh.norm.vmax == 1.0  # centred on 0: the sign reads
+
+
 def _section(name):
     import yaml
 

@@ -1,5 +1,6 @@
 """Similarity figures and tables: one function per figure and per table of the spec."""
 
+import itertools
 import math
 
 import numpy as np
@@ -23,6 +24,34 @@ def _matrix(rows: list[dict], row: str, col: str, value: str) -> list[list[float
     return out
 
 
+def _tick_step(n: int, most: int = 8) -> int:
+    """The first of 1, 2, 5, 10, 20, 50, ... that labels at most ``most`` of ``n`` indices."""
+    for magnitude in itertools.count():
+        for mantissa in (1, 2, 5):
+            step = mantissa * 10**magnitude
+            if math.ceil(n / step) <= most:
+                return step
+
+
+def _heatmap(ax, matrix: np.ndarray, **kws) -> None:
+    """``matrix`` (rows down, columns across) in red and blue, its indices labelled at a round
+    step; NaN left blank. Rasterized, as an image: a vector cell per pair would make the SVG
+    of a 128-position kernel tens of thousands of paths."""
+    import seaborn as sns
+
+    rows, cols = matrix.shape
+    sns.heatmap(
+        matrix,
+        ax=ax,
+        cmap="RdBu",
+        xticklabels=_tick_step(cols),
+        yticklabels=_tick_step(rows),
+        rasterized=True,
+        **kws,
+    )
+    ax.tick_params(axis="y", labelrotation=0)  # heatmap stands row labels on end
+
+
 @themed
 def figure_seed_heatmap(m: Measurements, ctx: Context):
     """The seed's table, dimensions down, positions across."""
@@ -31,13 +60,12 @@ def figure_seed_heatmap(m: Measurements, ctx: Context):
     sc = ctx.cfg["seed"]
     table = _matrix(m.rows["seed_table"], "position", "dimension", "value")  # (L, d)
     fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
-    im = ax.imshow(np.array(table).T, aspect="auto", cmap="RdBu")
+    _heatmap(ax, np.array(table).T)
     ax.set_xlabel("position")
     ax.set_ylabel("dimension")
     ax.set_title(
         f"Sinusoidal positional encoding ({sc['n_positions']} positions, d={sc['d_model']})"
     )
-    fig.colorbar(im, ax=ax)
     return fig
 
 
@@ -100,11 +128,10 @@ def figure_kernels(m: Measurements, ctx: Context):
     for ax, (source, encoding, seed) in zip(axes.flat, panels):
         K = np.array(_matrix(by_panel[source, encoding, seed], "p", "q", "kernel"))
         vmax = np.nanmax(np.abs(K))
-        im = ax.imshow(K, cmap="RdBu", vmin=-vmax, vmax=vmax)
+        _heatmap(ax, K, vmin=-vmax, vmax=vmax, square=True, cbar_kws={"shrink": 0.8})
         ax.set_title(_panel_title(source, encoding, seed), color=style(encoding)["color"])
         ax.set_xlabel("position q")
         ax.set_ylabel("position p")
-        fig.colorbar(im, ax=ax, shrink=0.8)
     for ax in list(axes.flat)[n:]:
         ax.set_visible(False)
     return fig
