@@ -1,5 +1,7 @@
-"""Rounding bounds for rotations in floating point: how far a rotated vector, and a score of
-two, may be from the exact one when angles and storage are rounded.
+"""Floating point, what it holds and how far it rounds: the facts IEEE arithmetic fixes for a
+dtype (:func:`significand_bits`, :func:`first_overflowing_integer`), and rounding bounds for
+rotations, how far a rotated vector, and a score of two, may be from the exact one when angles
+and storage are rounded.
 
 Pair c of a vector rotated by θ_c = p·ω_c moves by at most |δ|·‖x_c‖ for an error δ in its
 angle, and an angle p·ω is rounded to within eps·p·ω in its dtype, so every bound here grows
@@ -8,6 +10,8 @@ with the position. The bound of a score-shift test (:func:`shift_tolerance`) is 
 transform itself: :func:`rotation_pairs`, :func:`pair_gains`, :func:`untouched_pairs`), so it
 stays a few times the error actually made. Pure functions, no I/O.
 """
+
+import math
 
 import torch
 from torch import Tensor
@@ -170,3 +174,18 @@ def past_exact_integers(dtype: torch.dtype, shift: int, window: int) -> bool:
     """Whether a shift moves every position of a window where ``dtype`` no longer holds every
     integer (at and above 2/eps: 256 for bfloat16, 2048 for float16) while keeping it finite."""
     return shift >= 2 / eps(dtype) and shift + window - 1 <= torch.finfo(dtype).max
+
+
+def significand_bits(dtype: torch.dtype) -> int:
+    """t, the significand precision with the implicit bit: eps = 2^(1 - t). Every integer up to
+    2^t is exact, and 2^t + 1 is the first that is not (it rounds to 2^t, ties to even)."""
+    return 1 - round(math.log2(torch.finfo(dtype).eps))
+
+
+def first_overflowing_integer(dtype: torch.dtype) -> int:
+    """The smallest integer that ``dtype`` rounds to infinity: its largest finite value plus
+    half the spacing 2^(e + 1 - t) of the binade [2^e, 2^(e+1)) it lies in; that tie rounds to
+    the even neighbour 2^(e+1), which overflows (IEEE 754, round to nearest)."""
+    top = int(torch.finfo(dtype).max)
+    e = top.bit_length() - 1  # exact for integers of any size
+    return top + 2 ** (e + 1 - significand_bits(dtype)) // 2

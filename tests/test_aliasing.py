@@ -9,20 +9,12 @@ import torch
 import yaml
 
 from analyses.aliasing import present
-from analyses.aliasing.compute import (
-    AngleTable,
-    Variant,
-    angle_tables,
-    compute,
-    count_distinct,
-    decode_accuracy,
-    error_positions,
-    exact_min_distances,
-    first_overflowing_integer,
-    learned_tables,
-    significand_bits,
-)
+from analyses.aliasing.compute import compute
+from analyses.aliasing.distinct import count_distinct, decode_accuracy
+from analyses.aliasing.errors import error_positions
+from analyses.aliasing.exact import exact_min_distances
 from analyses.aliasing.spec import SPEC, check_lengths
+from analyses.aliasing.tables import AngleTable, Variant, angle_tables, learned_tables
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
@@ -37,6 +29,7 @@ from posenc.encodings import (
     inverse_frequencies,
     register,
 )
+from posenc.rounding import first_overflowing_integer, significand_bits
 
 TINY = yaml.safe_load(
     """

@@ -1,0 +1,125 @@
+"""What the aliasing analysis measures: each configured encoding whose positions become a table
+of angles, computed in each variant's dtypes, and the learned input tables, asked past their
+end."""
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch import Tensor
+
+from posenc.device import dtype_from_name
+from posenc.encodings import (
+    REGISTRY,
+    EncodingParams,
+    InputEncoding,
+    PositionalEncoding,
+    PositionOutOfRange,
+    QKEncoding,
+    build,
+)
+from posenc.numerics import RowsFn
+
+
+@dataclass(frozen=True)
+class Variant:
+    """How a table is computed: angles (and positions) in ``angles``, stored in ``store``."""
+
+    angles: str
+    store: str
+
+    @property
+    def naive(self) -> bool:
+        return self.angles == self.store
+
+    @property
+    def name(self) -> str:
+        return f"naive {self.store}" if self.naive else f"{self.store} from {self.angles} angles"
+
+
+@dataclass(frozen=True)
+class AngleTable:
+    """One encoding's table of angles: its module, whose :meth:`angle_table` gives the rows and
+    :meth:`frequencies` the ω_i."""
+
+    encoding: str
+    module: PositionalEncoding
+
+    @property
+    def omega(self) -> Tensor:
+        return self.module.frequencies()  # (pairs,) float64
+
+    @property
+    def width(self) -> int:
+        return 2 * self.omega.numel()
+
+    @property
+    def base(self) -> float | None:
+        """b of ω_i = b^(-2i/d), read back from the first two frequencies (ω_0 / ω_1 = b^(2/d));
+        None with a single pair. To 12 digits: the round trip costs a few ulps."""
+        w = self.omega
+        if w.numel() < 2:
+            return None
+        return float(f"{(w[0] / w[1]).item() ** (self.width / 2):.12g}")
+
+    def angles(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+        """θ[p, i] = p·ω_i in ``dtype``, as :func:`posenc.encodings.angles` computes them: ω in
+        float64, positions and ω cast, one product. Shape (L, pairs)."""
+        omega = self.omega.to(device=positions.device, dtype=dtype)
+        return positions.to(dtype)[:, None] * omega[None, :]
+
+    def rows_fn(self, variant: Variant) -> RowsFn:
+        """Rows for integer positions, through the registry's formula in ``variant``'s dtypes
+        (sinusoidal: PE(p) = (sin pω_0, cos pω_0, ...), Vaswani et al. 2017; a rotation: its
+        cos/sin table (cos pθ_0, ..., sin pθ_0, ...), Su et al. 2021)."""
+        a, s = dtype_from_name(variant.angles), dtype_from_name(variant.store)
+        return lambda idx: self.module.angle_table(idx, a).to(s)
+
+    def exact_fn(self) -> RowsFn:
+        return self.rows_fn(Variant("float64", "float64"))
+
+
+def encoding_params(cfg: dict, encoding_cfg: dict, d_model: int) -> EncodingParams:
+    """The shared encoding settings with this section's own: its rotary base (Llama 3's, say,
+    beside the sinusoidal table's) and its learned table's L_max."""
+    shared = {**encoding_cfg, "rope_base": cfg["rope_base"], "max_len": cfg["learned_max_len"]}
+    return EncodingParams(**shared, d_model=d_model)
+
+
+def angle_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> dict[str, AngleTable]:
+    """Every configured encoding whose positions become a table of angles, in config order.
+
+    An input table is d_model wide; one that acts on queries and keys is one head of
+    rope_head_dim (its table is per head).
+    """
+    tables = {}
+    for name in encodings:
+        module = build(name, encoding_params(cfg, encoding_cfg, cfg["d_model"]))
+        if isinstance(module, QKEncoding):
+            module = build(name, encoding_params(cfg, encoding_cfg, cfg["rope_head_dim"]))
+        if module.frequencies() is not None:
+            tables[name] = AngleTable(name, module)
+    return tables
+
+
+def out_of_range(module: PositionalEncoding, max_len: int) -> dict[str, Any]:
+    """Ask a learned input table for positions 0..L_max-1 (fine) and then L_max."""
+    inside = list(module.input_encoding(torch.arange(max_len)).shape)
+    found = {"max_len": max_len, "in_range_shape": inside, "raised": False, "error": None}
+    try:
+        module.input_encoding(torch.arange(max_len + 1))
+    except PositionOutOfRange as err:
+        return {**found, "raised": True, "error": type(err).__name__, "message": str(err)}
+    return {**found, "message": None}
+
+
+def learned_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> list[dict[str, Any]]:
+    """Every configured learned input table, L_max = learned_max_len rows, asked past its end."""
+    out = []
+    for name in encodings:
+        if not REGISTRY[name].learned:
+            continue
+        module = build(name, encoding_params(cfg, encoding_cfg, cfg["d_model"]))
+        if isinstance(module, InputEncoding):
+            out.append({"encoding": name, **out_of_range(module, cfg["learned_max_len"])})
+    return out
