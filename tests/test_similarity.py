@@ -16,7 +16,7 @@ import torch
 from torch import nn
 
 from analyses.similarity import compute as sm
-from analyses.similarity import present
+from analyses.similarity import kernels, long_term_decay, present, properties, sinusoidal
 from analyses.similarity import spec as similarity_spec
 from analyses.similarity.spec import SPEC
 from posenc.analysis import Context
@@ -169,7 +169,7 @@ def test_seed_values_match_the_snippets_own_sinusoid():
 
 @pytest.mark.parametrize("d, base", [(8, 10000.0), (16, 100.0), (6, 37.0)])
 def test_sinusoidal_kernel_is_the_closed_form(d, base):
-    K = sm.kernel("sinusoidal", 12, d, 1, {**ENCODING_CFG, "base": base}, 0.5, 0, CPU)
+    K = kernels.kernel("sinusoidal", 12, d, 1, {**ENCODING_CFG, "base": base}, 0.5, 0, CPU)
     torch.testing.assert_close(K, naive_cosine_kernel(12, d, base), rtol=0, atol=1e-12)
 
 
@@ -194,7 +194,7 @@ def test_rope_kernel_is_trace_of_naive_rotations(head_dim, base):
         ],
         dtype=torch.float64,
     )
-    K = sm.kernel("rope", n, 2 * head_dim, 2, {**ENCODING_CFG, "rope_base": base}, 0.5, 0, CPU)
+    K = kernels.kernel("rope", n, 2 * head_dim, 2, {**ENCODING_CFG, "rope_base": base}, 0.5, 0, CPU)
     torch.testing.assert_close(K, want, rtol=0, atol=1e-12)
     torch.testing.assert_close(K, naive_cosine_kernel(n, head_dim, base), rtol=0, atol=1e-12)
 
@@ -210,41 +210,42 @@ def test_alibi_kernel_is_mean_of_exp_distance_penalties(n_heads):
         ],
         dtype=torch.float64,
     )
-    K = sm.kernel("alibi", n, 4 * n_heads, n_heads, ENCODING_CFG, 0.5, 0, CPU)
+    K = kernels.kernel("alibi", n, 4 * n_heads, n_heads, ENCODING_CFG, 0.5, 0, CPU)
     torch.testing.assert_close(K, want, rtol=1e-7, atol=0)  # the registry's bias is float32
 
 
 def test_none_kernel_is_constant_and_learned_is_not_structured():
     assert torch.equal(
-        sm.kernel("none", 5, 8, 2, ENCODING_CFG, 0.5, 0, CPU), torch.ones(5, 5, dtype=torch.float64)
+        kernels.kernel("none", 5, 8, 2, ENCODING_CFG, 0.5, 0, CPU),
+        torch.ones(5, 5, dtype=torch.float64),
     )
-    K = sm.kernel("learned", 16, 8, 2, ENCODING_CFG, 0.5, 0, CPU)
-    assert sm.translation_deviation(K) > 0.1
+    K = kernels.kernel("learned", 16, 8, 2, ENCODING_CFG, 0.5, 0, CPU)
+    assert properties.translation_deviation(K) > 0.1
 
 
 def test_monotone_range_on_hand_made_profiles():
     nan = float("nan")
-    assert sm.monotone_range(torch.tensor([[5.0, 4.0, 3.0, 3.5, 1.0]])) == 2
-    assert sm.monotone_range(torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.0]])) == 4
-    assert sm.monotone_range(torch.tensor([[5.0, 5.0, 3.0]])) == 0  # ties are not strict
+    assert properties.monotone_range(torch.tensor([[5.0, 4.0, 3.0, 3.5, 1.0]])) == 2
+    assert properties.monotone_range(torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.0]])) == 4
+    assert properties.monotone_range(torch.tensor([[5.0, 5.0, 3.0]])) == 0  # ties are not strict
     # A short row (NaN past its end) never limits the range by its missing entries.
     rows = torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.5], [3.0, 2.0, nan, nan, nan]])
-    assert sm.monotone_range(rows) == 4
+    assert properties.monotone_range(rows) == 4
     rows = torch.tensor([[5.0, 4.0, 3.0, 2.0, 1.5], [3.0, 4.0, nan, nan, nan]])
-    assert sm.monotone_range(rows) == 0
+    assert properties.monotone_range(rows) == 0
 
 
 def test_concordance_against_brute_force():
     g = torch.Generator().manual_seed(0)
     K = torch.rand(9, 9, generator=g, dtype=torch.float64)
     window = 4
-    F = sm.offset_profiles(K)
+    F = properties.offset_profiles(K)
     hits = total = 0
     for p in range(9 - window):
         for k1, k2 in itertools.combinations(range(window + 1), 2):
             hits += K[p, p + k1] > K[p, p + k2]
             total += 1
-    assert sm.concordance(F, window) == pytest.approx(float(hits) / total)
+    assert properties.concordance(F, window) == pytest.approx(float(hits) / total)
 
 
 def test_translation_and_symmetry_deviation():
@@ -252,13 +253,13 @@ def test_translation_and_symmetry_deviation():
     toeplitz = torch.tensor(
         [[math.exp(-0.3 * (q - p)) for q in range(n)] for p in range(n)], dtype=torch.float64
     )
-    assert sm.translation_deviation(toeplitz) == 0.0
-    assert sm.symmetry_deviation(toeplitz) > 0  # exp(-0.3 (q - p)) is not symmetric
+    assert properties.translation_deviation(toeplitz) == 0.0
+    assert properties.symmetry_deviation(toeplitz) > 0  # exp(-0.3 (q - p)) is not symmetric
     bumped = toeplitz.clone()
     bumped[2, 4] += 0.25
-    assert sm.translation_deviation(bumped) == pytest.approx(0.25)
+    assert properties.translation_deviation(bumped) == pytest.approx(0.25)
     sym = toeplitz + toeplitz.T
-    assert sm.symmetry_deviation(sym) == 0.0
+    assert properties.symmetry_deviation(sym) == 0.0
 
 
 @pytest.mark.parametrize("d", [8, 32])
@@ -271,7 +272,7 @@ def test_relative_upper_bound_against_double_loop(d):
         want.append(sum(partial) / (d // 2))
     # The frequencies as RoPE's module gives them, one head of width d.
     module = Rotary(EncodingParams(d_model=d, n_heads=1, rope_base=base))
-    got = sm.relative_upper_bound(module.frequencies(), R, CPU)
+    got = long_term_decay.relative_upper_bound(module.frequencies(), R, CPU)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
     assert got[0].item() == pytest.approx((d // 2 + 1) / 2)  # S_j(0) = j
 
@@ -289,9 +290,11 @@ def test_xpos_bound_carries_its_scale_against_double_loop():
         terms = [z ** (r / gamma) * cmath.exp(1j * r * t) for z, t in zip(zeta, theta)]
         partial = [abs(sum(terms[:j])) for j in range(1, d // 2 + 1)]
         want.append(sum(partial) / (d // 2))
-    got = sm.relative_upper_bound(module.frequencies(), R, CPU, module.pair_decay)
+    got = long_term_decay.relative_upper_bound(module.frequencies(), R, CPU, module.pair_decay)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
-    rope = sm.relative_upper_bound(Rotary(params).frequencies(), R, CPU, Rotary(params).pair_decay)
+    rope = long_term_decay.relative_upper_bound(
+        Rotary(params).frequencies(), R, CPU, Rotary(params).pair_decay
+    )
     assert got[0] == rope[0] and bool((got[1:] < rope[1:]).all())  # the scale only lowers it
 
 
@@ -302,27 +305,27 @@ def test_spearman_against_textbook_formula():
     ry = y.argsort().argsort().double()
     n = 30
     want = 1 - 6 * ((rx - ry) ** 2).sum().item() / (n * (n * n - 1))
-    assert sm.spearman(x, y) == pytest.approx(want)
+    assert long_term_decay.spearman(x, y) == pytest.approx(want)
 
 
 def test_near_window_is_half_a_period_of_the_fastest_wave():
-    omega = sm.fastest_frequency([(64, 10000.0), (16, 100.0)], [])
+    omega = sinusoidal.fastest_frequency([(64, 10000.0), (16, 100.0)], [])
     assert omega == 1.0  # omega_0 = base^0 on every ladder
-    assert sm.near_window(omega, 1.0) == 3  # floor(pi)
-    assert sm.near_window(omega, 2.0) == 6
-    assert sm.near_window(0.5, 1.0) == 6  # a slower fastest wave widens the window
+    assert sinusoidal.near_window(omega, 1.0) == 3  # floor(pi)
+    assert sinusoidal.near_window(omega, 2.0) == 6
+    assert sinusoidal.near_window(0.5, 1.0) == 6  # a slower fastest wave widens the window
     # An encoding's own waves count: a module with a faster wave narrows the window.
     fast = Sinusoidal(EncodingParams(d_model=8, base=10000.0))
-    assert sm.fastest_frequency([(8, 10000.0)], [fast]) == 1.0
+    assert sinusoidal.fastest_frequency([(8, 10000.0)], [fast]) == 1.0
 
 
 @pytest.mark.parametrize("h, omega", [(1.0, 1.0), (2.0, 1.0), (1.0, 0.3), (3.7, 0.9)])
 def test_reach_beyond_h_half_periods_means_monotone_over_the_near_window(h, omega):
     """The claim's evidence (reach > h) says exactly what the near window says
     (monotone range >= floor(h pi / omega)), for every integer range."""
-    window = sm.near_window(omega, h)
+    window = sinusoidal.near_window(omega, h)
     for monotone in range(0, 60):
-        assert (sm.reach(monotone, omega) > h) == (monotone >= window), monotone
+        assert (sinusoidal.reach(monotone, omega) > h) == (monotone >= window), monotone
 
 
 def test_compute_tiny_all_claims_pass_and_is_deterministic():
@@ -546,7 +549,7 @@ def test_trained_kernel_is_the_naive_reference_on_the_pairs_a_causal_model_score
     encoding, tmp_path
 ):
     path = checkpoint(tmp_path, encoding, seed=3)
-    module, info = sm.load_trained(path, CPU)
+    module, info = kernels.load_trained(path, CPU)
     assert info == {
         "encoding": encoding,
         "seed": 3,
@@ -556,13 +559,13 @@ def test_trained_kernel_is_the_naive_reference_on_the_pairs_a_causal_model_score
         "causal": True,
     }
     with torch.no_grad():
-        K = sm.scored_kernel(module, torch.arange(TRAIN_LEN), info["causal"])
+        K = kernels.scored_kernel(module, torch.arange(TRAIN_LEN), info["causal"])
     want = naive_causal_kernel(encoding, module, TRAIN_LEN)
     torch.testing.assert_close(K, want, rtol=0, atol=1e-12, equal_nan=True)
     # compute reads the same kernel from the checkpoint, over min(16, L_train) positions; one
     # file comes as a string, as Snakemake hands a named input of one file over.
     m = sm.compute(context(encodings=[encoding], trained=path))
-    rows = [r for r in m.rows["kernels"] if r["source"] == sm.TRAINED]
+    rows = [r for r in m.rows["kernels"] if r["source"] == properties.TRAINED]
     got = torch.tensor(present._matrix(rows, "p", "q", "kernel"), dtype=torch.float64)
     torch.testing.assert_close(got, want, rtol=0, atol=1e-12, equal_nan=True)
 
@@ -574,7 +577,7 @@ def test_a_bidirectional_bias_kernel_is_kept_whole():
         for weight in module.parameters():
             weight.normal_()
         pos = torch.arange(10)
-        assert torch.equal(sm.scored_kernel(module, pos, causal=False), module.kernel(pos))
+        assert torch.equal(kernels.scored_kernel(module, pos, causal=False), module.kernel(pos))
 
 
 def test_properties_of_a_causal_kernel_use_only_the_pairs_scored():
@@ -583,21 +586,21 @@ def test_properties_of_a_causal_kernel_use_only_the_pairs_scored():
         [[math.exp(-0.3 * (p - q)) if q <= p else nan for q in range(n)] for p in range(n)],
         dtype=torch.float64,
     )
-    props = sm.kernel_properties(decay, window=3)
+    props = properties.kernel_properties(decay, window=3)
     assert props["translation_deviation"] == 0.0
     assert math.isnan(props["symmetry_deviation"])  # no pair is scored both ways
     assert props["monotone_range"] == n - 1  # falls backwards all the way
     assert props["concordance"] == 1.0  # the backward direction alone
     bumped = decay.clone()
     bumped[5, 2] += 0.25
-    assert sm.translation_deviation(bumped) == pytest.approx(0.25)
+    assert properties.translation_deviation(bumped) == pytest.approx(0.25)
     bumped[6, 5] = 2.0  # above K(6, 6) = 1: the profile rises at offset 1
-    assert sm.kernel_properties(bumped, window=3)["monotone_range"] == 0
+    assert properties.kernel_properties(bumped, window=3)["monotone_range"] == 0
     # A full kernel keeps both directions: a bump is seen from either side.
     full = torch.where(decay.isnan(), decay.T, decay)
-    assert sm.symmetry_deviation(full) == 0.0
+    assert properties.symmetry_deviation(full) == 0.0
     full[1, 4] += 0.5
-    assert sm.symmetry_deviation(full) == pytest.approx(0.5)
+    assert properties.symmetry_deviation(full) == pytest.approx(0.5)
 
 
 def test_learned_encodings_are_judged_as_trained_with_random_draws_as_contrast(tmp_path):
@@ -616,15 +619,17 @@ def test_learned_encodings_are_judged_as_trained_with_random_draws_as_contrast(t
     assert claims["similarity.translation_invariance"]["verdict"] == "pass"
 
     rows = m.rows["kernel_properties"]
-    trained = [(r["encoding"], r["seed"]) for r in rows if r["source"] == sm.TRAINED]
+    trained = [(r["encoding"], r["seed"]) for r in rows if r["source"] == properties.TRAINED]
     assert trained == [(e, s) for e in LEARNED for s in seeds]
-    assert all(r["n_positions"] == TRAIN_LEN for r in rows if r["source"] == sm.TRAINED)
-    contrast = [r["encoding"] for r in rows if r["source"] == sm.RANDOM_INIT]
+    assert all(r["n_positions"] == TRAIN_LEN for r in rows if r["source"] == properties.TRAINED)
+    contrast = [r["encoding"] for r in rows if r["source"] == properties.RANDOM_INIT]
     assert contrast == LEARNED
     assert m.summary["trained"]["seeds"] == list(seeds)
     assert set(m.summary["trained"]["properties"]) == set(LEARNED)
     # The figure shows the first seed only; the properties cover every seed.
-    shown = {(r["encoding"], r["seed"]) for r in m.rows["kernels"] if r["source"] == sm.TRAINED}
+    shown = {
+        (r["encoding"], r["seed"]) for r in m.rows["kernels"] if r["source"] == properties.TRAINED
+    }
     assert shown == {(e, 0) for e in LEARNED}
 
 
@@ -670,7 +675,9 @@ def test_translation_claim_reads_the_trained_table(pair_bias, tmp_path):
     invariant = checkpoint(tmp_path, pair_bias, 0, _by_offset)
     m, claims = run(context(encodings=["sinusoidal", pair_bias], trained=invariant))
     assert m.evidence["translation_spread"][f"{pair_bias} trained seed 0"] == 0.0
-    random_draw = next(r for r in m.rows["kernel_properties"] if r["source"] == sm.RANDOM_INIT)
+    random_draw = next(
+        r for r in m.rows["kernel_properties"] if r["source"] == properties.RANDOM_INIT
+    )
     assert random_draw["translation_deviation"] > 0.1
     assert claims["similarity.translation_invariance"]["verdict"] == "pass"
 
@@ -713,7 +720,7 @@ def test_tables_and_figure_say_what_each_kernel_is(tmp_path):
     seeds = {
         (p["encoding"], p["seed"]): p["concordance"]
         for p in m.rows["kernel_properties"]
-        if p["source"] == sm.TRAINED
+        if p["source"] == properties.TRAINED
     }
     for r in trained_rows:
         assert ("±" in str(r[3])) == (seeds[r[0], 0] != seeds[r[0], 1]), r
