@@ -1,0 +1,224 @@
+"""The extrapolation analysis' evidence: the named values the claims read, each an interval,
+a measured number or a yes/no fact, never a verdict."""
+
+from typing import Any
+
+import numpy as np
+
+from posenc.encodings import REGISTRY
+from posenc.stats import Resampled
+from posenc.variants import split_model
+
+from .learned import LEARNED_REFERENCE
+from .rows import series_name
+from .scores import Scores
+
+
+def evidence(
+    scores: Scores,
+    encodings: list[str],
+    multipliers: list[int],
+    passkey_multipliers: list[int],
+    chance: float | None,
+    train_len: int,
+    passkey_encodings: list[str] | None = None,
+    learned_scores: Scores | None = None,
+    learners: dict[str, int] | None = None,
+    references: dict[str, float] | None = None,
+    min_learners: int = 0,
+) -> dict[str, Any]:
+    """The named values the claims read, per encoding where the claims name one; each is an
+    interval (estimate and bounds), a measured number or a yes/no fact, never a verdict.
+    ``encodings``: the LM's models, ``passkey_encodings`` the passkey task's (default: the
+    same), randomized ones (``rope+randomized``) included.
+
+    Passkey accuracies are means over the seeds that learned the task at N
+    (``learned_scores``; all seeds without it), and ``learners`` counts them per encoding, for
+    the claims' preconditions. ``references`` are the n-gram bits/char of the validation text:
+    how far each LM is below :data:`LEARNED_REFERENCE` at L_train is whether it learned."""
+    passkey_encodings = encodings if passkey_encodings is None else passkey_encodings
+    learners = learners or {}
+    references = references or {}
+    passkey_scores = learned_scores or scores
+    longest = max(multipliers)
+    ci = scores.interval
+
+    def bits(series, mode, m, split="val"):
+        return scores.get("lm", series, mode, m, split)
+
+    # In distribution (mode a at L_train): how far each encoding is behind the best one (by
+    # its estimate), paired by text.
+    at_train = {e: bits(e, "all", 1) for e in encodings if bits(e, "all", 1) is not None}
+    best = min(at_train, key=lambda e: at_train[e].point)
+    # Beyond L_train (mode b): the change from 1x to the longest length, paired by window,
+    # and at the longest length how much lower one encoding's loss is than another's.
+    one = {e: bits(e, "segment", 1) for e in encodings}
+    far = {e: bits(e, "segment", longest) for e in encodings}
+    defined_far = [e for e in encodings if one[e] is not None and far[e] is not None]
+    curves = list(encodings) + [
+        series_name(e, method)
+        for e in encodings
+        if e in REGISTRY
+        for method in REGISTRY[e].extensions
+    ]
+    at_2x = {s: bits(s, "segment", 2) for s in curves} if 2 in multipliers else {}
+    # At every length past L_train: how much each context extension the registry declares
+    # lowers the plain model's loss (the whole curve, not one point).
+    extension_gain = {
+        e: {
+            method: {
+                f"{m}x": ci(bits(e, "segment", m) - bits(series_name(e, method), "segment", m))
+                for m in multipliers
+                if m > 1
+                and bits(e, "segment", m) is not None
+                and bits(series_name(e, method), "segment", m) is not None
+            }
+            for method in REGISTRY[e].extensions
+        }
+        for e in encodings
+        if e in REGISTRY and REGISTRY[e].extensions
+    }
+    # Passkey: accuracy at 4N (the longest tested if 4N is not), the best encodings named (by
+    # estimate); every encoding's accuracy at every length, for the claims that name one.
+    at = 4 if 4 in passkey_multipliers else max(passkey_multipliers, default=None)
+
+    def accuracy(e, m):
+        return passkey_scores.get("passkey", e, "all", m)
+
+    at_long = {e: accuracy(e, at) for e in passkey_encodings if accuracy(e, at) is not None}
+    # The best among the encodings whose seeds learned the task often enough to judge
+    # (``min_learners``); among all where none did, and the claim's precondition says so.
+    judged = {
+        e: r for e, r in at_long.items() if learners.get(e, min_learners) >= min_learners
+    } or at_long
+    top = max((r.point for r in judged.values()), default=None)
+    best_long = [e for e, r in judged.items() if r.point == top]
+    other_accuracies = {
+        e: {
+            f"{m}N": ci(accuracy(e, m))
+            for m in passkey_multipliers
+            if m <= at and accuracy(e, m) is not None and not (m == at and e in best_long)
+        }
+        for e in passkey_encodings
+    }
+    passkey_accuracy = {
+        e: {f"{m}N": ci(accuracy(e, m)) for m in passkey_multipliers if accuracy(e, m)}
+        for e in passkey_encodings
+    }
+    # Randomized positions: how much they raise the accuracy at passkey_at N over the same
+    # encoding trained plainly (paired by test sequence), where both are defined.
+    randomized_gain = {
+        base: ci(at_long[e] - at_long[base])
+        for e in passkey_encodings
+        for base, randomized in [split_model(e)]
+        if randomized and e in at_long and base in at_long
+    }
+    # Validation minus training bits/char at L_train (mode a), paired by seed: the mean gap
+    # over an encoding's models, and the largest gap of any one of them.
+    gap = {
+        e: bits(e, "all", 1) - bits(e, "all", 1, "train")
+        for e in encodings
+        if bits(e, "all", 1) is not None and bits(e, "all", 1, "train") is not None
+    }
+    # What repeated passes over the training text added to that gap: the final model's gap
+    # minus its own after one pass (same windows, paired), so that the text sampling, which
+    # gives the gap alone an interval wider than any threshold of interest, cancels.
+    first = {e: series_name(e, "first_epoch") for e in gap}
+    gap_growth = {
+        e: gap[e] - (bits(first[e], "all", 1) - bits(first[e], "all", 1, "train"))
+        for e in gap
+        if bits(first[e], "all", 1) is not None and bits(first[e], "all", 1, "train") is not None
+    }
+    reference = references.get(LEARNED_REFERENCE)
+    learned_margin = (
+        {e: ci(Resampled(reference - r.point, reference - r.draws)) for e, r in at_train.items()}
+        if reference is not None
+        else {}
+    )
+    # Retention: accuracy at kN over accuracy at 1N, over the same (learning) seeds and test
+    # sequences resampled together.
+    retention = {
+        e: {
+            f"{m}N": ci(Resampled(a.point / one_n.point, a.draws / one_n.draws))
+            for m in passkey_multipliers
+            if m > 1 and (a := accuracy(e, m)) is not None
+        }
+        for e in passkey_encodings
+        if (one_n := accuracy(e, 1)) is not None and one_n.point > 0 and np.all(one_n.draws > 0)
+    }
+    return {
+        "train_len": train_len,
+        "longest": longest,
+        # How far each LM's bits/char at L_train (mode a, mean over seeds) is below the
+        # reference it must beat to have learned: positive, it learned.
+        "lm_learned_margin": learned_margin,
+        "learned_reference": LEARNED_REFERENCE if reference is not None else None,
+        "passkey_learners": dict(learners),
+        "passkey_best_learners": {e: learners[e] for e in best_long if e in learners},
+        "passkey_retention": {e: r for e, r in retention.items() if r},
+        # Randomized positions against the same encoding without: both must have learned.
+        "randomized_pair_learners": {
+            base: min(learners.get(e, 0), learners.get(base, 0))
+            for e in passkey_encodings
+            for base, randomized in [split_model(e)]
+            if randomized and base in passkey_encodings
+        },
+        "parity_best": best,
+        "parity_best_bits": ci(at_train[best]),
+        "behind_best": {e: ci(r - at_train[best]) for e, r in at_train.items()},
+        "defined_at_train": {e: bits(e, "segment", 1) is not None for e in encodings},
+        "defined_beyond_train": {
+            e: {f"{m}x": bits(e, "segment", m) is not None for m in multipliers if m > 1}
+            for e in encodings
+        },
+        # Mode b at 1x, at the longest length and at 2x: the losses behind each difference.
+        "bits_at_1x": {e: ci(r) for e, r in one.items() if r is not None},
+        "bits_at_longest": {e: ci(r) for e, r in far.items() if r is not None},
+        "bits_at_2x": {s: ci(r) for s, r in at_2x.items() if r is not None},
+        "far_change": {e: ci(far[e] - one[e]) for e in defined_far},
+        # How much less one encoding's loss rises from 1x to the longest length than another's.
+        "far_change_lead": {
+            a: {b: ci((far[b] - one[b]) - (far[a] - one[a])) for b in defined_far if b != a}
+            for a in defined_far
+        },
+        "far_lead": {
+            a: {b: ci(far[b] - far[a]) for b in defined_far if b != a} for a in defined_far
+        },
+        # The same lead at every length past L_train (mode b), by length: a claim judged at one
+        # length shows the others beside it.
+        "lead_by_length": {
+            a: {
+                b: {
+                    f"{m}x": ci(bits(b, "segment", m) - bits(a, "segment", m))
+                    for m in multipliers
+                    if m > 1
+                    and bits(a, "segment", m) is not None
+                    and bits(b, "segment", m) is not None
+                }
+                for b in defined_far
+                if b != a
+            }
+            for a in defined_far
+        },
+        # Mode a's change from 1x to the longest length: every token of longer windows, whose
+        # early tokens get more context (Press et al. 2022, App. B), beside mode b's far_change
+        # on the same scored tokens, where only the context before them grows.
+        "far_change_all": {
+            e: ci(bits(e, "all", longest) - bits(e, "all", 1))
+            for e in encodings
+            if bits(e, "all", 1) is not None and bits(e, "all", longest) is not None
+        },
+        "extension_gain": extension_gain,
+        "passkey_at": at,
+        "passkey_chance": chance,
+        "passkey_best": best_long,
+        "passkey_best_accuracy": {e: ci(at_long[e]) for e in best_long},
+        "passkey_other_accuracies": {e: a for e, a in other_accuracies.items() if a},
+        "passkey_accuracy": {e: a for e, a in passkey_accuracy.items() if a},
+        "memorisation_gap": {e: ci(r) for e, r in gap.items()},
+        "memorisation_growth": {e: ci(r) for e, r in gap_growth.items()},
+        "randomized_gain": randomized_gain,
+        "randomized_accuracy": {
+            e: ci(at_long[e]) for e in passkey_encodings if split_model(e)[1] and e in at_long
+        },
+    }
