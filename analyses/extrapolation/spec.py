@@ -4,6 +4,7 @@ parse time. The training and evaluation stages are in ``rules.smk``; this spec i
 aggregate, which reads every model's evaluation and training log."""
 
 from pathlib import Path
+from typing import NamedTuple
 
 from posenc import variants
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
@@ -200,6 +201,149 @@ def learners(evidence: str, who: str) -> tuple[Check, ...]:
     )
 
 
+class LengthClaim(NamedTuple):
+    """One of the literature's claims on how a model's loss moves beyond L_train, as the
+    claims below judge it: what the paper reports, and the direction and threshold that
+    decide it."""
+
+    claim: str  # the id, after "extrapolation."
+    encodings: tuple[str, ...]  # the encoding, and the one it is compared with (if any)
+    direction: str  # a key of DIRECTIONS
+    threshold: str
+    statement: str  # with the paper's numbers, or its words
+    references: tuple[str, ...]
+    also_shows: tuple[str, ...] = ()  # shown beside the direction's own context
+
+
+# What each direction measures on the same scored tokens (mode b), how it is compared with its
+# threshold, the check's label, and the losses shown beside it; {e} is the encoding, {other}
+# the one it is compared with.
+CHANGE_SHOWS = ("bits_at_1x.{e}", "bits_at_longest.{e}")
+DIRECTIONS = {
+    "degrades": ("far_change.{e}", ">=", "{e} bits/char increase", CHANGE_SHOWS),
+    "degrades_mildly": ("far_change.{e}", "<", "{e} bits/char increase", CHANGE_SHOWS),
+    "flat": ("far_change.{e}", "<=", "{e} bits/char change", CHANGE_SHOWS),
+    "beats_long": (
+        "far_lead.{e}.{other}",
+        ">",
+        "{other} minus {e} bits/char",
+        ("bits_at_longest.{e}", "bits_at_longest.{other}"),
+    ),
+    "degrades_less": (
+        "far_change_lead.{e}.{other}",
+        ">",
+        "{other}'s rise minus {e}'s rise, bits/char",
+        ("far_change.{e}", "far_change.{other}"),
+    ),
+}
+
+LITERATURE = (
+    LengthClaim(
+        "sinusoidal_degrades",
+        ("sinusoidal",),
+        "degrades",
+        "degrade_min_bits",
+        "Sinusoidal degrades beyond L_train: its bits/char on the same scored tokens (mode b) rise "
+        "from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at 30x).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "rope_degrades",
+        ("rope",),
+        "degrades",
+        "degrade_min_bits",
+        "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) rise from "
+        "1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "alibi_flat",
+        ("alibi",),
+        "flat",
+        "flat_margin_bits",
+        "ALiBi's loss stays flat (or falls) beyond L_train: its bits/char on the same scored "
+        "tokens (mode b) at {longest}x L_train are about those at 1x. Flat says the longer context "
+        "does no harm, not that the model uses it: Press et al. attribute the flat loss to ALiBi's "
+        "recency bias, which down-weights distant tokens, and trace its gain in non-overlapping "
+        "windows (19.73 -> 18.31 ppl) to their early tokens getting more context (App. B). Mode "
+        "a's change, where that effect is, is shown beside mode b's.",
+        ("press2022",),
+        also_shows=("far_change_all.alibi",),
+    ),
+    LengthClaim(
+        "alibi_beats_sinusoidal_long",
+        ("alibi", "sinusoidal"),
+        "beats_long",
+        "beats_margin_bits",
+        "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et al.: "
+        "18.31 vs 406 ppl).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "kerple_flat",
+        ("kerple",),
+        "flat",
+        "flat_margin_bits",
+        "Kerple's logarithmic bias stays flat beyond L_train, like ALiBi: its bits/char (mode b) "
+        "at {longest}x L_train are about those at 1x (Chi et al. 2022 report perplexity flat or "
+        "falling to 16x the training length).",
+        ("chi2022",),
+    ),
+    LengthClaim(
+        "xpos_degrades_less",
+        ("xpos", "rope"),
+        "degrades_less",
+        "beats_margin_bits",
+        "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from 1x to "
+        "{longest}x L_train than RoPE's (Sun et al. 2022).",
+        ("sun2022", "su2021"),
+    ),
+    LengthClaim(
+        "t5_mild",
+        ("t5_bias",),
+        "degrades_mildly",
+        "degrade_min_bits",
+        "T5's bucketed relative bias, trained as Press et al. train it (L_train at least "
+        f"{T5_TRAIN_RATIO}x its maximum distance, checked before any run, so that its last "
+        "bucket, shared by every "
+        "distance from about the maximum on, is trained), degrades only mildly beyond L_train: its "
+        "bits/char (mode b) rise from 1x to {longest}x L_train by less than what counts as "
+        "degrading (Press et al.: 19.65 -> 22.9 ppl at 30x, where sinusoidal reaches 406).",
+        ("press2022", "raffel2020"),
+    ),
+    LengthClaim(
+        "nope_flat",
+        ("none",),
+        "flat",
+        "flat_margin_bits",
+        "A causal model without positional encoding extrapolates: NoPE's bits/char (mode b) at "
+        "{longest}x L_train are about those at 1x (Kazemnejad et al. find NoPE generalises in "
+        "length; Haviv et al. that causal attention infers position).",
+        ("kazemnejad2023", "haviv2022"),
+    ),
+)
+
+
+def length_claim(row: LengthClaim) -> Claim:
+    """The claim of one row of :data:`LITERATURE`, on the models that learned the LM task."""
+    evidence, op, label, shows = DIRECTIONS[row.direction]
+    names = dict(zip(("e", "other"), row.encodings))
+    return Claim(
+        f"extrapolation.{row.claim}",
+        row.statement,
+        kind="empirical",
+        requires=learned(*row.encodings),
+        checks=(Check(evidence.format(**names), op, row.threshold, label=label.format(**names)),),
+        shows=tuple(s.format(**names) for s in shows) + row.also_shows,
+        references=row.references,
+        unless="smoke_test",
+    )
+
+
+# By id: the ledger lists each where it stands among the other claims, in the order it always had.
+LENGTH_CLAIMS = {row.claim: length_claim(row) for row in LITERATURE}
+
+
 SPEC = AnalysisSpec(
     id="extrapolation",
     title="Extrapolation: train short, test long",
@@ -329,95 +473,11 @@ SPEC = AnalysisSpec(
             shows=("bits_at_1x.learned",),
             references=("devlin2019",),
         ),
-        Claim(
-            "extrapolation.sinusoidal_degrades",
-            "Sinusoidal degrades beyond L_train: its bits/char on the same scored tokens "
-            "(mode b) rise from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at "
-            "30x).",
-            kind="empirical",
-            requires=learned("sinusoidal"),
-            checks=(
-                Check(
-                    "far_change.sinusoidal",
-                    ">=",
-                    "degrade_min_bits",
-                    label="sinusoidal bits/char increase",
-                ),
-            ),
-            shows=("bits_at_1x.sinusoidal", "bits_at_longest.sinusoidal"),
-            references=("press2022",),
-            unless="smoke_test",
-        ),
-        Claim(
-            "extrapolation.rope_degrades",
-            "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) "
-            "rise from 1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
-            kind="empirical",
-            requires=learned("rope"),
-            checks=(
-                Check("far_change.rope", ">=", "degrade_min_bits", label="rope bits/char increase"),
-            ),
-            shows=("bits_at_1x.rope", "bits_at_longest.rope"),
-            references=("press2022",),
-            unless="smoke_test",
-        ),
-        Claim(
-            "extrapolation.alibi_flat",
-            "ALiBi's loss stays flat (or falls) beyond L_train: its bits/char on the same "
-            "scored tokens (mode b) at {longest}x L_train are about those at 1x. Flat says the "
-            "longer context does no harm, not that the model uses it: Press et al. attribute "
-            "the flat loss to ALiBi's recency bias, which down-weights distant tokens, and "
-            "trace its gain in non-overlapping windows (19.73 -> 18.31 ppl) to their early "
-            "tokens getting more context (App. B). Mode a's change, where that effect is, is "
-            "shown beside mode b's.",
-            kind="empirical",
-            requires=learned("alibi"),
-            checks=(
-                Check(
-                    "far_change.alibi",
-                    "<=",
-                    "flat_margin_bits",
-                    label="alibi bits/char change",
-                ),
-            ),
-            shows=("bits_at_1x.alibi", "bits_at_longest.alibi", "far_change_all.alibi"),
-            references=("press2022",),
-            unless="smoke_test",
-        ),
-        Claim(
-            "extrapolation.alibi_beats_sinusoidal_long",
-            "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et "
-            "al.: 18.31 vs 406 ppl).",
-            kind="empirical",
-            requires=learned("alibi", "sinusoidal"),
-            checks=(
-                Check(
-                    "far_lead.alibi.sinusoidal",
-                    ">",
-                    "beats_margin_bits",
-                    label="sinusoidal minus alibi bits/char",
-                ),
-            ),
-            shows=("bits_at_longest.alibi", "bits_at_longest.sinusoidal"),
-            references=("press2022",),
-            unless="smoke_test",
-        ),
-        Claim(
-            "extrapolation.kerple_flat",
-            "Kerple's logarithmic bias stays flat beyond L_train, like ALiBi: its bits/char "
-            "(mode b) at {longest}x L_train are about those at 1x (Chi et al. 2022 report "
-            "perplexity flat or falling to 16x the training length).",
-            kind="empirical",
-            requires=learned("kerple"),
-            checks=(
-                Check(
-                    "far_change.kerple", "<=", "flat_margin_bits", label="kerple bits/char change"
-                ),
-            ),
-            shows=("bits_at_1x.kerple", "bits_at_longest.kerple"),
-            references=("chi2022",),
-            unless="smoke_test",
-        ),
+        LENGTH_CLAIMS["sinusoidal_degrades"],
+        LENGTH_CLAIMS["rope_degrades"],
+        LENGTH_CLAIMS["alibi_flat"],
+        LENGTH_CLAIMS["alibi_beats_sinusoidal_long"],
+        LENGTH_CLAIMS["kerple_flat"],
         Claim(
             "extrapolation.fire_best_long",
             f"At {FIRE_JUDGED_AT}x L_train, the longest ratio Li et al. (2024) evaluate (trained "
@@ -450,24 +510,7 @@ SPEC = AnalysisSpec(
             references=("li2024",),
             unless="smoke_test",
         ),
-        Claim(
-            "extrapolation.xpos_degrades_less",
-            "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
-            "1x to {longest}x L_train than RoPE's (Sun et al. 2022).",
-            kind="empirical",
-            requires=learned("xpos", "rope"),
-            checks=(
-                Check(
-                    "far_change_lead.xpos.rope",
-                    ">",
-                    "beats_margin_bits",
-                    label="rope's rise minus xpos's rise, bits/char",
-                ),
-            ),
-            shows=("far_change.xpos", "far_change.rope"),
-            references=("sun2022", "su2021"),
-            unless="smoke_test",
-        ),
+        LENGTH_CLAIMS["xpos_degrades_less"],
         Claim(
             "extrapolation.ntk_helps_rope",
             "NTK-aware base scaling, applied at evaluation without fine-tuning, lowers RoPE's "
@@ -486,42 +529,8 @@ SPEC = AnalysisSpec(
             references=("bloc97_2023", "peng2023"),
             unless="smoke_test",
         ),
-        Claim(
-            "extrapolation.t5_mild",
-            "T5's bucketed relative bias, trained as Press et al. train it (L_train at least "
-            f"{T5_TRAIN_RATIO}x its maximum distance, checked before any run, so that its last "
-            "bucket, shared by every distance from about the maximum on, is trained), degrades "
-            "only mildly beyond L_train: its bits/char (mode b) rise from 1x to {longest}x "
-            "L_train by less than what counts as degrading (Press et al.: 19.65 -> 22.9 ppl "
-            "at 30x, where sinusoidal reaches 406).",
-            kind="empirical",
-            requires=learned("t5_bias"),
-            checks=(
-                Check(
-                    "far_change.t5_bias",
-                    "<",
-                    "degrade_min_bits",
-                    label="t5_bias bits/char increase",
-                ),
-            ),
-            shows=("bits_at_1x.t5_bias", "bits_at_longest.t5_bias"),
-            references=("press2022", "raffel2020"),
-            unless="smoke_test",
-        ),
-        Claim(
-            "extrapolation.nope_flat",
-            "A causal model without positional encoding extrapolates: NoPE's bits/char (mode "
-            "b) at {longest}x L_train are about those at 1x (Kazemnejad et al. find NoPE "
-            "generalises in length; Haviv et al. that causal attention infers position).",
-            kind="empirical",
-            requires=learned("none"),
-            checks=(
-                Check("far_change.none", "<=", "flat_margin_bits", label="none bits/char change"),
-            ),
-            shows=("bits_at_1x.none", "bits_at_longest.none"),
-            references=("kazemnejad2023", "haviv2022"),
-            unless="smoke_test",
-        ),
+        LENGTH_CLAIMS["t5_mild"],
+        LENGTH_CLAIMS["nope_flat"],
         Claim(
             "extrapolation.alibi_passkey_long",
             "ALiBi's extrapolation carries over to retrieval: its passkey accuracy stays high "
