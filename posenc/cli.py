@@ -162,7 +162,9 @@ def model(args: argparse.Namespace) -> int:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))  # this checkout's analyses/
     from analyses.shipped.compute import measure_settings
-    from analyses.shipped.model import PATHS, ModelError, measure, model_name, read_config_file
+    from analyses.shipped.model import measure
+    from analyses.shipped.precision import PATHS
+    from analyses.shipped.reading import ModelError, model_name, read_config_file
     from posenc.io import write_json
 
     cfg = merged(config_files("default"))["shipped"]

@@ -15,17 +15,9 @@ import pytest
 import torch
 
 from analyses.shipped import formula
-from analyses.shipped.model import (
-    LayerType,
-    build_config,
-    distinguishability,
-    layer_types,
-    path_angles,
-    posenc_frequencies,
-    precision_rows,
-    rotary_class,
-    ulps,
-)
+from analyses.shipped.frequencies import LayerType, layer_types, posenc_frequencies, ulps
+from analyses.shipped.precision import distinguishability, path_angles, precision_rows
+from analyses.shipped.reading import build_config, rotary_class
 
 ZOO = Path(__file__).resolve().parents[1] / "posenc" / "zoo"
 AGREE_ULPS = 16  # config.yaml shipped.thresholds.agree_ulps

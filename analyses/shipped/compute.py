@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 
-from analyses.shipped.model import PATHS, measure
+from analyses.shipped.model import measure
+from analyses.shipped.precision import PATHS
 from analyses.shipped.spec import zoo_files
 from posenc.analysis import Context, Measurements
 from posenc.workflow import Timer
