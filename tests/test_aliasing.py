@@ -58,6 +58,7 @@ thresholds:
   angle_error_slope: 1.0
   angle_error_slope_tol: 0.2
   angle_fit_min_position: 16
+  angle_max_over_bound: 1.0
   careful_min_distinct_fraction: 1.0
   careful_error_ulps: 0.5
   careful_min_decode_accuracy: 1.0

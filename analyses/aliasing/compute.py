@@ -20,7 +20,9 @@ The tables measured are in tables.py, the exact scan in exact.py, distinct rows 
 distinct.py, the errors in errors.py, what the claims read in evidence.py; this module gathers
 them. The modules measure; the claims (spec.py) judge. The yes/no facts among the evidence compare
 a measurement with what IEEE arithmetic or the table's own size fixes (2^t + 1, the first
-integer float16 rounds to infinity, the rounding bound eps·θ, L_max), never with a threshold.
+integer float16 rounds to infinity, the rounding bound eps·θ, L_max), never with a threshold
+chosen for the data (the bound's factor, thresholds.angle_max_over_bound, is 1: the bound
+itself).
 """
 
 import torch

@@ -88,7 +88,10 @@ def evidence(
         "fp32_angle_slope": {e: f["slope"] for e, f in fits.items()},
         "fp32_angle_max_error": {e: f["max_abs_error"] for e, f in fits.items()},
         "fp32_angle_error_over_bound": {e: f["max_error_over_bound"] for e, f in fits.items()},
-        "fp32_angle_within_bound": {e: f["max_error_over_bound"] <= 1.0 for e, f in fits.items()},
+        "fp32_angle_within_bound": {
+            e: f["max_error_over_bound"] <= cfg["thresholds"]["angle_max_over_bound"]
+            for e, f in fits.items()
+        },
         "careful_variants": len(careful) if careful else None,
         "careful_distinct_fraction": min((s["distinct_fraction"] for s in careful), default=None),
         "careful_nonfinite_rows": sum(s["nonfinite_rows"] for s in careful) if careful else None,

@@ -86,7 +86,11 @@ def compute(ctx: Context, libraries: tuple[Library, ...] = LIBRARIES) -> Measure
         "versions": installed,
         "rope_max_abs_error": max(ev["rope_max_abs_error"].values(), default=None),
         "bf16_exact_integers": 2 / torch.finfo(torch.bfloat16).eps,
-        "dynamic_ratchet": ratchet(result["dynamic"], cfg["scaling"]["dynamic_lengths"]),
+        "dynamic_ratchet": ratchet(
+            result["dynamic"],
+            cfg["scaling"]["dynamic_lengths"],
+            cfg["thresholds"]["ratchet_rtol"],
+        ),
         "missing": absent,
         "head_dim": cfg["head_dim"],
         "base": cfg["base"],

@@ -110,9 +110,10 @@ def _worst_per(rows: list[dict], group: tuple[str, ...], key: str) -> list[dict]
     return list(best.values())
 
 
-def ratchet(rows: list[dict], lengths: list[int]) -> list[dict]:
+def ratchet(rows: list[dict], lengths: list[int], rtol: float) -> list[dict]:
     """Where a dynamic module called at ``lengths`` in order uses other frequencies than a
-    fresh module at the same length: the length, the longest before it, both scales."""
+    fresh module at the same length (effective scales more than ``rtol`` apart, relative):
+    the length, the longest before it, both scales."""
     out = []
     for r in _measured(rows):
         if r["option"] != "dynamic, in order":
@@ -123,7 +124,7 @@ def ratchet(rows: list[dict], lengths: list[int]) -> list[dict]:
             if x["option"] == "dynamic, fresh module"
             and (x["library"], x["factor"], x["length"]) == (r["library"], r["factor"], r["length"])
         )
-        if abs(r["effective_scale"] - fresh["effective_scale"]) > 1e-3 * fresh["effective_scale"]:
+        if abs(r["effective_scale"] - fresh["effective_scale"]) > rtol * fresh["effective_scale"]:
             out.append(
                 {
                     "library": r["library"],

@@ -20,6 +20,7 @@ def evidence(scores: Scores, cfg: dict[str, Any], encodings: list[str], model: d
     snapshots = sorted(cfg["finetune"]["snapshots"])
     steps = [0, *snapshots]
     train_len = model["train_len"]
+    low, high = cfg["thresholds"]["yarn_lead_multipliers"]
 
     def control(e, step, m=1):  # the continued-training control; at L_train unless m says
         return ft(e, *CONTROL, step, m)
@@ -114,7 +115,7 @@ def evidence(scores: Scores, cfg: dict[str, Any], encodings: list[str], model: d
                 by(e, f"{m}x"): ci(zs(e, other, m, m) - zs(e, "yarn", m, m))
                 for e in encodings
                 for m in multipliers
-                if 2 <= m <= 4
+                if low <= m <= high
             }
             for other in ("pi", "ntk")
             if other in methods
