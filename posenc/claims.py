@@ -29,11 +29,44 @@ all pass; an inconclusive claim's reason names the entries, their intervals and 
 
 from __future__ import annotations
 
-import math
-import operator
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from posenc.verdicts import (
+    COMPARISONS,
+    MISSING,
+    as_text,
+    bound_of,
+    combine,
+    entry_verdicts,
+    expected,
+    interval,
+    interval_text,
+    is_interval,
+    judge,
+    lookup,
+    minus,
+    reference_of,
+    shortfalls,
+    straddling,
+)
+
+# What other modules read from here, the verdict machinery's public names included.
+__all__ = [
+    "COMPARISONS",
+    "KINDS",
+    "REQUIRED",
+    "VERDICTS",
+    "Check",
+    "Claim",
+    "ClaimError",
+    "check_ledger",
+    "evaluate",
+    "interval",
+    "interval_text",
+    "is_interval",
+]
 
 VERDICTS = ("pass", "fail", "inconclusive", "n/a")
 # What a claim's verdict can tell a reader, so that "28 of 30 hold" does not mix them:
@@ -45,51 +78,6 @@ VERDICTS = ("pass", "fail", "inconclusive", "n/a")
 #   empirical - a measured property that could come out either way at this scale.
 KINDS = ("identity", "analytic", "software", "empirical")
 REQUIRED = ("id", "kind", "statement", "measured", "expected", "verdict", "references", "section")
-
-# op -> (test, how the expected text writes it)
-COMPARISONS = {
-    "<=": (operator.le, "≤"),
-    "<": (operator.lt, "<"),
-    ">=": (operator.ge, "≥"),
-    ">": (operator.gt, ">"),
-    "==": (operator.eq, "="),
-    "within": (lambda x, t: abs(x) <= t, "within ±"),
-    "outside": (lambda x, t: abs(x) > t, "beyond ±"),
-}
-
-
-INTERVAL_KEYS = frozenset({"estimate", "low", "high"})
-
-
-def interval(estimate: float, low: float, high: float) -> dict[str, float]:
-    """Interval evidence: a point estimate and the bounds of its confidence interval."""
-    return {"estimate": estimate, "low": low, "high": high}
-
-
-def interval_text(entry: dict | None, digits: int = 3) -> str:
-    """A table cell: the estimate and, when the bounds differ, ``[low, high]``, at ``digits``
-    decimals; 'undefined' for no value."""
-    if not entry or entry.get("estimate") is None:
-        return "undefined"
-    text = f"{entry['estimate']:.{digits}f}"
-    if entry["low"] != entry["high"]:
-        text += f" [{entry['low']:.{digits}f}, {entry['high']:.{digits}f}]"
-    return text
-
-
-def is_interval(value: Any) -> bool:
-    return isinstance(value, Mapping) and set(value) == INTERVAL_KEYS
-
-
-def has_interval(value: Any) -> bool:
-    """Whether ``value`` is, or holds (in a mapping or list), interval evidence."""
-    if is_interval(value):
-        return True
-    if isinstance(value, Mapping):
-        return any(has_interval(v) for v in value.values())
-    if isinstance(value, (list, tuple)):
-        return any(has_interval(v) for v in value)
-    return False
 
 
 class ClaimError(ValueError):
@@ -173,207 +161,13 @@ class Claim:
             object.__setattr__(self, "references", (self.references,))
 
 
-class _Missing:
-    """Evidence this run did not measure."""
-
-
-MISSING = _Missing()
-
-
-def lookup(evidence: Mapping[str, Any], path: str) -> Any:
-    value: Any = evidence
-    for part in path.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return MISSING
-        value = value[part]
-    if value is None or (isinstance(value, (Mapping, list, tuple)) and not value):
-        return MISSING
-    return value
-
-
-def _text(value: Any) -> str:
-    """Evidence as a statement or an expected text names it: a list written out with commas,
-    an interval as its estimate and bounds (``5.752 [5.668, 5.824]``, as the report's
-    measured column writes one), a mapping entry by entry; never a raw ``{'estimate': ...}``."""
-    if is_interval(value):
-        est, low, high = (value[k] for k in ("estimate", "low", "high"))
-        if not all(_number(x) for x in (est, low, high)):
-            return "undefined"
-        if low == high:
-            return f"{est:.4g}"
-        return f"{est:.4g} [{low:.4g}, {high:.4g}]"
-    if isinstance(value, Mapping):
-        return "; ".join(f"{k}: {_text(v)}" for k, v in value.items()) or "none configured"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(map(str, value)) or "none configured"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
 class _Facts(dict):
     def __missing__(self, key):
         return "none configured"
 
 
 def _fill(statement: str, evidence: Mapping[str, Any]) -> str:
-    return statement.format_map(_Facts({k: _text(v) for k, v in evidence.items()}))
-
-
-def _number(x: Any) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
-
-
-def _minus(value: Any, reference: Any) -> Any:
-    """value − reference, element by element (lists by position, mappings by key; an
-    interval's estimate and bounds alike)."""
-    if is_interval(value):
-        return {k: _minus(v, reference) for k, v in value.items()}
-    if isinstance(value, Mapping):
-        return {
-            k: _minus(v, reference[k] if isinstance(reference, Mapping) else reference)
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        refs = reference if isinstance(reference, (list, tuple)) else [reference] * len(value)
-        if len(refs) != len(value):
-            return [math.nan] * len(value)  # a different count never matches
-        return [_minus(v, r) for v, r in zip(value, refs)]
-    if not _number(value) or not _number(reference):
-        return math.nan
-    return value - reference
-
-
-def _combine(verdicts: list[str]) -> str:
-    """The verdict of all of ``verdicts`` together: any fail fails, else any inconclusive is
-    inconclusive, else pass."""
-    if "fail" in verdicts:
-        return "fail"
-    return "inconclusive" if "inconclusive" in verdicts else "pass"
-
-
-def _interval_verdict(check: Check, low: Any, high: Any, threshold: Any) -> str:
-    """An interval [low, high] against a threshold: pass when every value in it passes, fail
-    when none does, inconclusive when it straddles the threshold."""
-    if not all(_number(x) and math.isfinite(x) for x in (low, high)):
-        return "fail"  # a bound that is NaN or infinite never satisfies a threshold
-    if check.op in ("within", "outside"):
-        inside = abs(low) <= threshold and abs(high) <= threshold
-        apart = high < -threshold or low > threshold  # no value of it within ±threshold
-        hold, miss = (inside, apart) if check.op == "within" else (apart, inside)
-    elif check.op == "==":
-        hold, miss = low == high == threshold, not low <= threshold <= high
-    else:  # a monotone comparison: its bounds decide
-        test = COMPARISONS[check.op][0]
-        hold = test(low, threshold) and test(high, threshold)
-        miss = not test(low, threshold) and not test(high, threshold)
-    return "pass" if hold else "fail" if miss else "inconclusive"
-
-
-def _verdict(check: Check, value: Any, threshold: Any) -> str:
-    """``"pass"``, ``"fail"`` or ``"inconclusive"`` (an interval straddles the threshold)."""
-    if is_interval(value):
-        return _interval_verdict(check, value["low"], value["high"], threshold)
-    if isinstance(value, Mapping):
-        return _combine([_verdict(check, v, threshold) for v in value.values()])
-    if isinstance(value, (list, tuple)) and check.op != "is":
-        if not value:
-            return "fail"
-        return _combine([_verdict(check, v, threshold) for v in value])
-    if check.op == "is":
-        return "pass" if value is check.value else "fail"
-    if not _number(value) or not math.isfinite(value):
-        return "fail"  # NaN (written as null) or inf never satisfies a threshold
-    return "pass" if COMPARISONS[check.op][0](value, threshold) else "fail"
-
-
-def _straddling(check: Check, value: Any, threshold: Any, shown: Any, where: str = "") -> list[str]:
-    """The intervals in ``value`` (the difference from a reference, for ``of``) that straddle
-    the threshold, as text naming each entry and its interval as measured (``shown``)."""
-    if is_interval(value):
-        if _interval_verdict(check, value["low"], value["high"], threshold) != "inconclusive":
-            return []
-        text = f"[{_text(shown['low'])}, {_text(shown['high'])}]"
-        return [f"{where} {text}".strip()]
-    if isinstance(value, Mapping):
-        return [
-            s
-            for k, v in value.items()
-            for s in _straddling(check, v, threshold, shown[k], f"{where} {k}".strip())
-        ]
-    if isinstance(value, (list, tuple)):
-        return [s for v, w in zip(value, shown) for s in _straddling(check, v, threshold, w, where)]
-    return []
-
-
-def _short(check: Check, value: Any, threshold: Any, where: str = "") -> list[str]:
-    """The entries of ``value`` that do not pass, each as its name and measured value."""
-    if is_interval(value) or not isinstance(value, (Mapping, list, tuple)):
-        if _verdict(check, value, threshold) == "pass":
-            return []
-        shown = interval_text(value) if is_interval(value) else _text(value)
-        return [f"{where} {shown}".strip()]
-    if isinstance(value, Mapping):
-        return [
-            s for k, v in value.items() for s in _short(check, v, threshold, f"{where} {k}".strip())
-        ]
-    return [s for v in value for s in _short(check, v, threshold, where)]
-
-
-def _outcomes(check: Check, value: Any, reference: Any, bound: Any) -> dict[str, str] | None:
-    """Each entry's verdict, when the evidence is a mapping of entries (not an interval): the
-    same test as the whole check's, on that entry alone (the whole passes when each does)."""
-    if not isinstance(value, Mapping) or is_interval(value):
-        return None
-    if check.of:
-        value = _minus(value, reference)
-    return {str(k): _verdict(check, v, bound) for k, v in value.items()}
-
-
-def _reference(check: Check, evidence: Mapping[str, Any], thresholds: Mapping[str, Any]) -> Any:
-    """What ``of`` names: evidence first, else a threshold (a centre set in the config)."""
-    found = lookup(evidence, check.of)
-    if found is MISSING and check.of in thresholds:
-        return thresholds[check.of]
-    return found
-
-
-def _bound(check: Check, thresholds: Mapping[str, Any], evidence: Mapping[str, Any]) -> Any:
-    """The threshold a check compares with: the config's value, times ``scale`` if given."""
-    threshold = thresholds.get(check.threshold)
-    if check.scale is None or threshold is None:
-        return threshold
-    scale = lookup(evidence, check.scale)
-    return MISSING if scale is MISSING else threshold * scale
-
-
-def expected(
-    check: Check,
-    thresholds: Mapping[str, Any],
-    value: Any = None,
-    evidence: Mapping[str, Any] | None = None,
-) -> str:
-    """The expected text of one check, from the same threshold that decides it."""
-    evidence = evidence or {}
-    many = isinstance(value, (Mapping, list, tuple)) and len(value) > 1 and not is_interval(value)
-    each = " for each" if many else ""
-    if check.op == "is":
-        return f"{check.name}: {'yes' if check.value else 'no'}{each}"
-    symbol = COMPARISONS[check.op][1]
-    sep = "" if symbol.endswith("±") else " "
-    bound = _text(thresholds[check.threshold])
-    if check.scale is not None:
-        total = _bound(check, thresholds, evidence)
-        scale = check.scale.replace("_", " ")
-        bound += f" × {scale}" + ("" if total is MISSING else f" = {_text(total)}")
-    text = f"{check.name}{each} {symbol}{sep}{bound}"
-    if has_interval(value):
-        text += " (the whole interval)"
-    if check.of is not None:
-        reference = _reference(check, evidence, thresholds)
-        shown = "" if reference is MISSING else f" {_text(reference)}"
-        text += f" of the {check.of.replace('_', ' ')}{shown}"
-    return text
+    return statement.format_map(_Facts({k: as_text(v) for k, v in evidence.items()}))
 
 
 def _covering(per_key: dict[str, str] | None, entry: str) -> str:
@@ -406,7 +200,7 @@ def _unmet_verdict(
     and the claim does not hold). Otherwise the claim is inconclusive."""
     per_entry = all(c.evidence in outcomes for c in claim.checks)
     for (r, v, bound), _ in unmet:
-        per_key = _outcomes(r, v, None, bound)
+        per_key = entry_verdicts(r, v, None, bound)
         per_entry = per_entry and per_key is not None
         for entries in outcomes.values():
             for key in entries:
@@ -414,12 +208,12 @@ def _unmet_verdict(
                     entries[key] = "inconclusive"
     verdict = "inconclusive"
     if per_entry and values:
-        verdict = _combine([v for entries in outcomes.values() for v in entries.values()])
+        verdict = combine([v for entries in outcomes.values() for v in entries.values()])
     if verdict != "inconclusive":
         return verdict, None
     return "inconclusive", "; ".join(
         f"not met: {expected(c, thresholds, raw, evidence)}; measured "
-        f"{', '.join(_short(c, v, bound))}"
+        f"{', '.join(shortfalls(c, v, bound))}"
         for (c, v, bound), raw in unmet
     )
 
@@ -460,8 +254,8 @@ def evaluate(
         judged_required = [
             (
                 c,
-                _minus(v, _reference(c, evidence, thresholds)) if c.of else v,
-                _bound(c, thresholds, evidence),
+                minus(v, reference_of(c, evidence, thresholds)) if c.of else v,
+                bound_of(c, thresholds, evidence),
             )
             for c, v in zip(claim.requires, required)
             if v is not MISSING and not (c.of and lookup(evidence, c.of) is MISSING)
@@ -469,7 +263,7 @@ def evaluate(
         unmet = [
             (j, raw)
             for j, raw in zip(judged_required, [r for r in required if r is not MISSING])
-            if _verdict(*j) != "pass"
+            if judge(*j) != "pass"
         ]
         if claim.unless and cfg.get(claim.unless):
             verdict, reason, unmet = "n/a", f"{section}.{claim.unless} is set in the config", []
@@ -482,26 +276,26 @@ def evaluate(
             judged = [
                 (
                     c,
-                    _minus(v, _reference(c, evidence, thresholds)) if c.of else v,
-                    _bound(c, thresholds, evidence),
+                    minus(v, reference_of(c, evidence, thresholds)) if c.of else v,
+                    bound_of(c, thresholds, evidence),
                 )
                 for c, v in zip(claim.checks, values)
             ]
-            verdict, reason = _combine([_verdict(*j) for j in judged]), None
+            verdict, reason = combine([judge(*j) for j in judged]), None
             if verdict == "inconclusive":
                 reason = "; ".join(
                     f"the interval of {c.name} straddles the threshold "
                     f"({expected(c, thresholds, raw, evidence)}): {', '.join(found)}"
                     for (c, v, bound), raw in zip(judged, values)
-                    if (found := _straddling(c, v, bound, raw))
+                    if (found := straddling(c, v, bound, raw))
                 )
         outcomes = {}
         if verdict != "n/a":
             for c, v in zip(claim.checks, values):
                 if v is MISSING:
                     continue
-                reference = _reference(c, evidence, thresholds) if c.of else None
-                entries = _outcomes(c, v, reference, _bound(c, thresholds, evidence))
+                reference = reference_of(c, evidence, thresholds) if c.of else None
+                entries = entry_verdicts(c, v, reference, bound_of(c, thresholds, evidence))
                 if entries is not None:
                     outcomes[c.evidence] = entries
         if unmet:
