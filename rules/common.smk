@@ -3,7 +3,6 @@
 # `log:` and `benchmark:` under results/logs and results/benchmarks.
 import dataclasses
 import os
-import subprocess
 from pathlib import Path
 
 from posenc import codegraph, plugins, variants
@@ -25,33 +24,6 @@ def log_path(name):
 
 def bench_path(name):
     return f"results/benchmarks/{name}.tsv"
-
-
-def git_state():
-    """Commit and dirty flag, so a new commit re-renders the report (a params change)."""
-    # safe.directory: a checkout owned by another user (a CI runner's, a shared clone) is
-    # still the checkout the run came from; without it git refuses to read it.
-    git = ["git", "-c", "safe.directory=*"]
-    try:
-        commit = subprocess.run(
-            [*git, "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            check=True,
-            cwd=workflow.basedir,
-        ).stdout.strip()
-        dirty = bool(
-            subprocess.run(
-                [*git, "status", "--porcelain", "--untracked-files=no"],
-                capture_output=True,
-                text=True,
-                check=True,
-                cwd=workflow.basedir,
-            ).stdout.strip()
-        )
-    except (OSError, subprocess.CalledProcessError):
-        commit, dirty = "unknown", True
-    return {"commit": commit, "dirty": dirty}
 
 
 # Every rule's `code` param is a digest of the meaning of the project modules its script

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from posenc import references
 from posenc.report import screen_digest
+from posenc.report.provenance import git_state
 
 # Relative to the working folder, so that a finished run moved elsewhere reruns nothing.
 BASE = Path(os.path.relpath(workflow.basedir))
@@ -102,7 +103,7 @@ rule report:
             for name, rule in SECTIONS.items()
         ],
         config=config,
-        git=git_state(),
+        git=git_state(workflow.basedir),
         # Read at render time: every job's benchmark file is written before the report runs
         # (it depends on every section), so wall time per rule is complete. Jobs that ran in
         # this invocation are told apart from reused ones by comparing each file's mtime with

@@ -435,7 +435,7 @@ def test_a_mapping_of_intervals_passes_only_when_every_interval_does():
 
 
 def test_the_report_writes_an_interval_as_estimate_and_bounds():
-    from posenc.report import fmt_measured
+    from posenc.report.filters import fmt_measured
 
     assert fmt_measured(interval(0.5, 0.25, 0.75)) == "0.5 [0.25, 0.75]"
 

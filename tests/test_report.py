@@ -21,19 +21,10 @@ from fake_report import (
     undecided,
 )
 
-from posenc.report import (
-    FILES,
-    build_context,
-    copy_downloads,
-    installed_packages,
-    invocation_start,
-    job_summary,
-    read_benchmarks,
-    read_jobs,
-    render,
-    screen_digest,
-    stylesheet_for,
-)
+from posenc.report import FILES, build_context, copy_downloads, render, screen_digest
+from posenc.report.provenance import installed_packages
+from posenc.report.render import stylesheet_for
+from posenc.report.runlog import invocation_start, job_summary, read_benchmarks, read_jobs
 
 ROOT = Path(__file__).resolve().parents[1]
 CSS = (ROOT / "report_templates" / "style.css").read_text()
@@ -124,7 +115,7 @@ def test_screen_embeds_pngs_and_print_uses_the_svgs(fake):
 
 
 def test_counts_by_kind_list_only_the_kinds_present_in_order():
-    from posenc.report import counts_by_kind
+    from posenc.report.findings import counts_by_kind
 
     ledger = [
         {"kind": "empirical", "verdict": "n/a"},
@@ -582,7 +573,7 @@ def test_a_sections_timing_file_joins_its_section_after_its_own_tables(fake, tmp
 
 
 def test_each_work_is_listed_once_in_order_of_first_citation():
-    from posenc.report import number_references
+    from posenc.report.context import number_references
 
     claims = [{"id": "a.x", "references": ["su2021", "press2022"]}, {"id": "a.y", "references": []}]
     listed, numbers = number_references(claims, ["press2022", "vaswani2017", "vaswani2017"])
@@ -593,7 +584,7 @@ def test_each_work_is_listed_once_in_order_of_first_citation():
 
 
 def test_each_section_says_which_devices_computed_it():
-    from posenc.report import section_devices
+    from posenc.report.sections import section_devices
 
     # The aggregate's own device, and the devices its summary lists for the jobs before it.
     metrics = {"device": "cpu (x86_64, 2 threads)", "summary": {"devices": ["cuda (NVIDIA H200)"]}}
@@ -722,7 +713,7 @@ def test_the_report_opens_with_findings_computed_from_the_ledger(tmp_path, monke
 
 
 def test_a_headline_is_the_entry_nearest_to_failing_with_its_threshold():
-    from posenc.report import first_sentence, headline
+    from posenc.report.findings import first_sentence, headline
 
     def entry(measured, expected):
         return {"measured": measured, "expected": expected}
@@ -778,7 +769,7 @@ def test_the_printed_report_names_no_project_file(fake):
 def test_a_failed_claim_is_quoted_by_the_check_that_fails():
     """With several checks, a fail (or an inconclusive) quotes the first check that has that
     outcome, not the first check, which may hold; a pass quotes the first."""
-    from posenc.report import headline
+    from posenc.report.findings import headline
 
     claim = {
         "id": "complexity.pe_linear",

@@ -1,0 +1,304 @@
+"""What the report opens with, read from the merged ledger alone: the verdicts counted by claim
+kind, and the findings, each claim's opening sentence with the number that decides it (its
+headline), grouped by verdict and, for a claim that could not be decided or tested, by why."""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from posenc.claims import COMPARISONS, KINDS, VERDICTS, is_interval
+from posenc.report.filters import fmt_measured, fmt_number, slug
+
+# How the headline names each claim kind (posenc.claims.KINDS), in the order it lists them.
+KIND_LABELS = {
+    "identity": "Identities",
+    "analytic": "Analytic properties",
+    "software": "Software checks",
+    "empirical": "Empirical claims",
+}
+
+
+def counts_by_kind(ledger: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Verdict counts per claim kind, in :data:`KINDS` order, for the kinds this ledger has:
+    a verdict on an identity says something else than one on an empirical claim."""
+    return [
+        {
+            "kind": kind,
+            "label": KIND_LABELS[kind],
+            "total": sum(c["kind"] == kind for c in ledger),
+            **{v: sum(c["kind"] == kind and c["verdict"] == v for c in ledger) for v in VERDICTS},
+        }
+        for kind in KINDS
+        if any(c["kind"] == kind for c in ledger)
+    ]
+
+
+# The comparisons as the ledger's expected text writes them (posenc.claims.COMPARISONS),
+# longest first, each after a space: "weakest model's largest error for each > 0.0001".
+_COMPARATOR = re.compile(
+    " ("
+    + "|".join(re.escape(s) for _, s in sorted(COMPARISONS.values(), key=lambda c: -len(c[1])))
+    + ")"
+)
+# Toward failure, per comparison: the entry that decides a mapping of entries is the one
+# nearest to failing it (the largest under a bound from above, the smallest under one from
+# below). "=" and yes/no facts have no such entry.
+_WORST = {"≤": max, "<": max, "within ±": max, "≥": min, ">": min, "beyond ±": min}
+_WORST_WORD = {max: "highest", min: "lowest"}
+# A sentence ends at . ! ? before a capital, but not after these abbreviations.
+_SENTENCE_END = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)(?<!\bvs\.)(?<!\bFig\.)(?<=[.!?])\s+(?=[A-Z“(])"
+)
+# A quantity named longer than this is left to the claims table (its expected column).
+_LABEL_CHARS = 80
+
+
+def first_sentence(text: str) -> str:
+    """The opening sentence of a claim's statement: a finding quotes it, the claims table
+    has the rest."""
+    return _SENTENCE_END.split(str(text).strip(), maxsplit=1)[0]
+
+
+def _entries(value: Any, name: str = "") -> list[tuple[str, Any]]:
+    """A measured value as (entry, value) pairs: nested mappings name their entries by their
+    keys joined with spaces; an interval or a list is one value."""
+    if isinstance(value, dict) and not is_interval(value):
+        return [e for k, v in value.items() for e in _entries(v, f"{name} {k}".strip())]
+    return [(name, value)]
+
+
+def _primary(claim: dict) -> tuple[str, Any, str]:
+    """The quantity a claim's first check reads: its name, its measured value and the
+    check's expected text. With several checks (or context beside them) the ledger's
+    measured value maps each check's name to its value, in the checks' order; with one it is
+    the value itself."""
+    expected, measured = claim["expected"], claim["measured"]
+    segments = expected.split("; ")
+    # A claim that fails (or cannot be decided) is quoted by the first check that does: with
+    # several checks, the first one may hold, and quoting it would say nothing of the verdict.
+    index = _deciding_check(claim, len(segments))
+    segment = segments[index]
+    if isinstance(measured, dict) and measured and not is_interval(measured):
+        name = list(measured)[index] if index < len(measured) else next(iter(measured))
+        rest = segment.removeprefix(name).removeprefix(" for each")
+        if rest != segment and (rest.startswith(":") or _COMPARATOR.match(rest)):
+            return name, measured[name], segment
+    found = _comparator(segment)
+    name = segment[: found.start()] if found else segment.split(":")[0]
+    return name.removesuffix(" for each"), measured, segment
+
+
+def _deciding_check(claim: dict, n_segments: int) -> int:
+    """The index of the first check whose outcomes include the claim's own verdict, for a
+    fail or an inconclusive; 0 otherwise, or where the outcomes do not line up with the
+    expected text's segments (one per check, in order)."""
+    outcomes = claim.get("outcomes") or {}
+    if claim.get("verdict") not in ("fail", "inconclusive") or len(outcomes) != n_segments:
+        return 0
+    for i, per_entry in enumerate(outcomes.values()):
+        found = per_entry.values() if isinstance(per_entry, dict) else [per_entry]
+        if claim["verdict"] in found:
+            return i
+    return 0
+
+
+def _comparator(text: str) -> re.Match | None:
+    """The comparison in an expected text: the first one, but an "=" only where there is no
+    other (a scaled bound goes on "= 4.5e-13")."""
+    found = list(_COMPARATOR.finditer(text))
+    other = [m for m in found if m.group(1) != "="]
+    return other[0] if other else (found[-1] if found else None)
+
+
+def _position(value: Any, worst) -> float | None:
+    """Where a value stands toward failure: an interval by its bound on the failing side."""
+    if is_interval(value):
+        value = value["high"] if worst is max else value["low"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return value if math.isfinite(value) else None
+
+
+def headline(claim: dict) -> dict[str, str | None]:
+    """The number a finding quotes: the value of the claim's first check, reduced to the
+    entry that decides it (the one nearest to failing, of many), and the threshold it is
+    held to, both as text. Reads only the ledger entry."""
+    name, value, segment = _primary(claim)
+    found = _comparator(segment[len(name) :])
+    op = found.group(1) if found else None
+    threshold = segment[len(name) + found.start() + 1 :] if found else None
+    # "within ±t of the printed values": the entries are not the differences it bounds.
+    relative = threshold is not None and " of the " in threshold
+    entries = _entries(value)
+    text = None
+    if value is None or (isinstance(value, (dict, list)) and not value):
+        pass  # nothing measured
+    elif len(entries) == 1:
+        entry, v = entries[0]
+        shown = ("yes" if v else "no") if isinstance(v, bool) else fmt_measured(v)
+        text = f"{shown} for {entry}" if entry else shown
+    elif all(isinstance(v, bool) for _, v in entries):
+        yes = [e for e, v in entries if v]
+        text = (
+            f"yes for all {len(entries)}"
+            if len(yes) == len(entries)
+            else f"yes for {len(yes)} of {len(entries)} (no: "
+            + ", ".join(e for e, v in entries if not v)
+            + ")"
+        )
+    elif op in _WORST and not relative:
+        worst = _WORST[op]
+        placed = [(p, e, v) for e, v in entries if (p := _position(v, worst)) is not None]
+        if placed:
+            _, entry, v = worst(placed, key=lambda t: t[0])
+            if len(placed) == len(entries) and all(e[2] == v for e in placed):
+                text = f"{fmt_measured(v)} for all {len(entries)}"
+            else:
+                word = _WORST_WORD[worst]
+                text = f"{fmt_measured(v)} for {entry}, the {word} of {len(entries)}"
+    if text is None and len(entries) > 1:
+        if len(entries) <= 4:
+            text = "; ".join(
+                f"{fmt_measured(v)} for {e}" if e else fmt_measured(v) for e, v in entries
+            )
+        else:
+            numbers = [(p, e) for e, v in entries if (p := _position(v, max)) is not None]
+            if numbers:
+                (lo, lo_e), (hi, hi_e) = min(numbers), max(numbers)
+                text = (
+                    f"from {fmt_number(lo)} ({lo_e}) to {fmt_number(hi)} ({hi_e}), "
+                    f"{len(entries)} values"
+                )
+    name = name.strip().rstrip(",")
+    label = name if len(name) <= _LABEL_CHARS else None
+    return {"label": label, "text": text, "threshold": threshold if text else None}
+
+
+# Why a claim could not be decided, read from the reason posenc.claims generates: the
+# heading each group of undecided claims gets, in this order. A precondition that names
+# learning (a model below the interpolated trigram, seeds that learned the passkey task) means
+# the models behind the claim never learned what it is about.
+UNDECIDED = (
+    (
+        "not-learned",
+        "The models did not learn the task at the training length, so what they do beyond "
+        "it says nothing about their encodings",
+    ),
+    ("precondition", "A precondition of the claim did not hold"),
+    (
+        "straddles",
+        "The measured interval straddles the threshold: this run's evidence cannot decide "
+        "the claim either way",
+    ),
+    ("other", "Undecided for another reason"),
+)
+_LEARNING = ("learned the task", "interpolated trigram")
+
+
+def undecided_group(reason: str | None) -> str:
+    """Which :data:`UNDECIDED` group an inconclusive claim's reason puts it in."""
+    reason = reason or ""
+    if reason.startswith("not met:"):
+        return "not-learned" if any(w in reason for w in _LEARNING) else "precondition"
+    return "straddles" if "straddles the threshold" in reason else "other"
+
+
+_SWITCH = re.compile(r"(?P<section>[\w-]+)\.(?P<flag>\w+) is set in the config")
+
+
+def untested_group(reason: str | None, titles: dict[str, str]) -> tuple[str, str, bool]:
+    """The group of an n/a claim, from its reason: its key, its heading, and whether each
+    claim's own reason says more than the heading (it names what was missing)."""
+    reason = reason or ""
+    switch = _SWITCH.fullmatch(reason)
+    if switch:
+        section, flag = switch["section"], switch["flag"]
+        title = titles.get(section, section)
+        if flag == "smoke_test":
+            heading = (
+                f"The section “{title}” ran as a smoke test, too small a run for its "
+                "claims to be judged"
+            )
+        else:
+            heading = (
+                f"The section “{title}” has its {flag.replace('_', ' ')} setting on, which "
+                "leaves these claims untested"
+            )
+        return f"switch-{section}-{flag}", heading, False
+    if reason.startswith("no ") and "not configured" in reason:
+        return "absent", "What the claim measures is not in this run", True
+    return f"other-{reason}", _sentence(reason) or "No reason was given", False
+
+
+def _sentence(text: str | None) -> str | None:
+    """A generated reason as a sentence of its own: capitalised, with a full stop."""
+    if not text:
+        return None
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".")
+
+
+def finding(claim: dict) -> dict[str, Any]:
+    """One claim as the findings show it: the opening of its statement, its headline number,
+    the reason it is undecided, and where its row and its evidence are."""
+    return {
+        "id": claim["id"],
+        "kind": claim["kind"],
+        "verdict": claim["verdict"],
+        "statement": first_sentence(claim["statement"]),
+        "headline": headline(claim),
+        "why": _sentence(claim.get("reason")),
+        "anchor": f"claim-{slug(claim['id'])}",
+        "section_anchor": claim["section_anchor"],
+        "section_number": claim["section_number"],
+        "section_title": claim["section_title"],
+    }
+
+
+def findings(claims: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
+    """The report's opening, from the ledger alone: what does not hold; what holds of the
+    empirical and analytic claims, the findings about the encodings; what the evidence could
+    not decide, and why; what this run could not test, and why; and, last, the identities and
+    software checks that hold, which test the formulas and the code rather than the encodings.
+
+    ``claims`` are the report's claims (each with its section's number, title and anchor);
+    ``titles`` maps section ids to titles, for the reasons that name a section."""
+
+    def by_kind(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
+        return [
+            {
+                "kind": kind,
+                "label": KIND_LABELS[kind],
+                "claims": [
+                    finding(c) for c in claims if c["verdict"] == "pass" and c["kind"] == kind
+                ],
+            }
+            for kind in kinds
+            if any(c["verdict"] == "pass" and c["kind"] == kind for c in claims)
+        ]
+
+    headings = dict(UNDECIDED)
+    undecided: dict[str, list] = {}
+    for c in claims:
+        if c["verdict"] == "inconclusive":
+            undecided.setdefault(undecided_group(c.get("reason")), []).append(finding(c))
+    untested: dict[str, dict] = {}
+    for c in claims:
+        if c["verdict"] == "n/a":
+            key, heading, own = untested_group(c.get("reason"), titles)
+            group = untested.setdefault(
+                key, {"key": key, "heading": heading, "show_reason": own, "claims": []}
+            )
+            group["claims"].append(finding(c))
+    return {
+        "fail": [finding(c) for c in claims if c["verdict"] == "fail"],
+        "holds": by_kind(("empirical", "analytic")),
+        "undecided": [
+            {"key": key, "heading": headings[key], "show_reason": True, "claims": undecided[key]}
+            for key, _ in UNDECIDED
+            if key in undecided
+        ],
+        "untested": list(untested.values()),
+        "checks": by_kind(("software", "identity")),
+    }
