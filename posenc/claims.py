@@ -180,7 +180,7 @@ def _covering(per_key: dict[str, str] | None, entry: str) -> str:
     if entry in per_key:
         return per_key[entry]
     prefixed = [v for k, v in per_key.items() if entry.startswith(f"{k} ")]
-    return _combine(prefixed or list(per_key.values()))
+    return combine(prefixed or list(per_key.values()))
 
 
 def _unmet_verdict(
