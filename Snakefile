@@ -63,6 +63,6 @@ CODE.save()
 rule all:
     default_target: True
     input:
-        "results/report/index.html",
-        "results/report/report.pdf",
-        "results/claims.json",
+        rules.report.output.html,
+        rules.report_pdf.output.pdf,
+        rules.report.output.claims,

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import yaml
 
+from posenc.paths import REPORT_PAGE
+
 ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"default": None, "test": "test.yaml", "gpu": "gpu.yaml"}
 
@@ -140,7 +142,7 @@ def card(args: argparse.Namespace) -> int:
     if done.returncode:
         print(f"posenc card: the study failed (snakemake exit {done.returncode})", file=sys.stderr)
         return done.returncode
-    report = out / "results" / "report" / "index.html"
+    report = out / REPORT_PAGE
     if report.is_file():
         print(report)
     else:  # snakemake was given targets short of the report (after --)

@@ -5,7 +5,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from posenc import codegraph, plugins, variants
+from posenc import codegraph, paths, plugins, ruleset, variants
 from posenc.analysis import placeholders_named
 
 # Report sections in order: the rule that writes each analysis' metrics.json and claims.json.
@@ -19,11 +19,11 @@ wildcard_constraints:
 
 
 def log_path(name):
-    return f"results/logs/{name}.log"
+    return f"{paths.LOGS}/{name}.log"
 
 
 def bench_path(name):
-    return f"results/benchmarks/{name}.tsv"
+    return f"{paths.BENCHMARKS}/{name}.tsv"
 
 
 # Every rule's `code` param is a digest of the meaning of the project modules its script
@@ -75,8 +75,11 @@ def caption_file(name, figure_id, caption):
 
 
 def analysis_outputs(name, spec):
-    folder = f"results/{name}"
-    outputs = {"metrics": f"{folder}/metrics.json", "claims": f"{folder}/claims.json"}
+    folder = paths.ANALYSIS_DIR.format(analysis=name)
+    outputs = {
+        "metrics": paths.METRICS.format(analysis=name),
+        "claims": paths.CLAIMS.format(analysis=name),
+    }
     outputs |= {f"csv_{rows}": f"{folder}/{rows}.csv" for rows in spec.csvs}
     for fid, fig in spec.figures.items():
         outputs[f"png_{fid}"] = report(
@@ -96,7 +99,7 @@ def analysis_code(name):
     return code_digest(ANALYSIS_SCRIPT, *(f"analyses/{name}/{part}.py" for part in analysis.PARTS))
 
 
-# ----- the report card (rules/report.smk)
+# ----- the report card and the report (rules/report.smk)
 
 
 def card_sections(wildcards=None):
@@ -113,3 +116,20 @@ def card_sections(wildcards=None):
         for name, rule in SECTIONS.items()
         if ANALYSES[name].card
     ]
+
+
+# The report's own rules: their benchmarks are written after it renders.
+REPORT_RULES = ("report", "report_pdf")
+
+
+def section_files(wildcards=None):
+    """Every file the analyses' rules write, all of which the report reads. Lazily, as every
+    function here: an analysis' rule file may be included after the report's."""
+    return ruleset.section_files(SECTIONS)
+
+
+def report_plan(wildcards=None):
+    """What the report reads of every other rule (posenc.ruleset.report_plan)."""
+    return ruleset.report_plan(
+        workflow.rules, SECTIONS, ANALYSES, config, ENCODING_META, CODE.covered, REPORT_RULES
+    )

@@ -6,7 +6,7 @@
 import os
 from pathlib import Path
 
-from posenc import references
+from posenc import paths
 from posenc.report import screen_digest
 from posenc.report.provenance import git_state
 
@@ -18,7 +18,6 @@ REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2")) + [
     str(BASE / "analyses" / name / "section.html.j2") for name in ANALYSES
 ]
 STYLESHEET = str(TEMPLATE_DIR / "style.css")
-REPORT_RULES = ("report", "report_pdf")
 CARD_SCRIPT = "../workflow/scripts/card.py"
 REPORT_SCRIPT = "../workflow/scripts/render_report.py"
 PDF_SCRIPT = "../workflow/scripts/render_pdf.py"
@@ -58,8 +57,7 @@ rule card:
 
 rule report:
     input:
-        # Lazily: analyses' rule files may be included after this one.
-        sections=lambda w: [str(f) for rule in SECTIONS.values() for f in rule.output],
+        sections=section_files,
         card=rules.card.output.data,
         templates=REPORT_TEMPLATES,
         # The page uses only the screen part of the stylesheet, tracked by content in
@@ -67,7 +65,7 @@ rule report:
         # only print rules (@page, @media print) changed.
         stylesheet=ancient(STYLESHEET),
     output:
-        html="results/report/index.html",
+        html=paths.REPORT_PAGE,
         data="results/report/data.json",
         files=directory("results/report/files"),
         claims=report(
@@ -84,55 +82,16 @@ rule report:
         mem_mb=1000,
         runtime=10,
     params:
-        # A section may also name a `timing` output: timings kept out of metrics.json.
-        sections=lambda w: [
-            {
-                "id": name,
-                "title": ANALYSES[name].title,
-                "references": list(ANALYSES[name].references)
-                + [
-                    k
-                    for e in config["encodings"]
-                    for k in references.keys(ENCODING_META[e]["citation"])
-                    if k in references.bibliography()
-                ],
-                "metrics": str(rule.output.metrics),
-                "claims": str(rule.output.claims),
-                "timing": str(rule.output.timing) if "timing" in rule.output.keys() else None,
-            }
-            for name, rule in SECTIONS.items()
-        ],
+        # The sections, and every rule's benchmark, timing and code digest.
+        plan=report_plan,
         config=config,
         git=git_state(workflow.basedir),
-        # Read at render time: every job's benchmark file is written before the report runs
-        # (it depends on every section), so wall time per rule is complete. Jobs that ran in
-        # this invocation are told apart from reused ones by comparing each file's mtime with
-        # the start of the invocation, read from Snakemake's log in .snakemake/log.
-        benchmarks="results/benchmarks",
-        # Each rule's benchmark pattern, so the job table names the rule behind each file.
-        benchmark_rules=lambda w: {
-            r.name: str(r.benchmark)
-            for r in workflow.rules
-            if r.benchmark is not None and r.name not in REPORT_RULES
-        },
-        own_benchmarks=[bench_path(r) for r in REPORT_RULES],
-        # A rule that may not have a benchmark (a cached one) times its jobs itself, in an
-        # output named `timing`: its pattern, so that every such job is counted too.
-        timing_rules=lambda w: {
-            r.name: str(r.output.timing)
-            for r in workflow.rules
-            if r.benchmark is None and "timing" in r.output.keys() and r.name not in REPORT_RULES
-        },
-        # The digest of the code each rule runs (its `code` param) and the modules it
-        # covers, for the provenance.
-        code_digests=lambda w: {
-            r.name: {"digest": r.params.code, **CODE.covered[r.params.code]}
-            for r in workflow.rules
-            if "code" in r.params.keys() and isinstance(r.params.code, str)
-        },
+        # Read at render time. Jobs that ran in this invocation are told apart from reused
+        # ones by comparing each file's mtime with the start of the invocation, read from
+        # Snakemake's log in .snakemake/log.
+        benchmarks=paths.BENCHMARKS,
         snakemake_logs=".snakemake/log",
-        # The templates' folder, where the stylesheet sits.
-        templates=lambda w, input: str(Path(input.stylesheet).parent),
+        templates=str(TEMPLATE_DIR),
         screen_css=screen_digest(STYLESHEET),
         code=code_digest(REPORT_SCRIPT, with_plugins=False),
     script:
@@ -141,8 +100,8 @@ rule report:
 
 rule report_pdf:
     input:
-        data="results/report/data.json",
-        files="results/report/files",
+        data=rules.report.output.data,
+        files=rules.report.output.files,
         templates=REPORT_TEMPLATES,
         stylesheet=STYLESHEET,
     output:
@@ -160,7 +119,7 @@ rule report_pdf:
         mem_mb=2000,
         runtime=10,
     params:
-        templates=lambda w, input: str(Path(input.stylesheet).parent),
+        templates=str(TEMPLATE_DIR),
         code=code_digest(PDF_SCRIPT, with_plugins=False),
     script:
         PDF_SCRIPT

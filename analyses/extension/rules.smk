@@ -5,12 +5,14 @@
 # The continued-training control is one more arm of the same rules: method "plain" (no scaling,
 # as stages.method_rope reads it) at s = 1, i.e. the base model trained on with the same recipe
 # on windows of L_train (the aggregate asks for it: spec.CONTROL).
+from posenc import paths
+
 EXT = config["extension"]
 EXT_ARMS = [*EXT["methods"], "plain"]
 EXT_LM = config["extrapolation"]["lm"]
 EXT_RESOURCES = config["extrapolation"]["resources"]
-EXT_BASE_MODEL = "results/extrapolation/models/lm/{encoding}/seed{seed}/model.pt"
-EXT_FINETUNE = "results/extension/finetune/{encoding}/{method}/s{scale}/seed{seed}"
+# The extrapolation section's trained LMs (its rules.smk), by encoding and seed.
+EXT_BASE_MODEL = expand(paths.XP_MODEL, task="lm", allow_missing=True)[0]
 # The stage scripts sit beside this file and import its stages.py as a sibling module.
 FINETUNE_SCRIPT = "finetune.py"
 EXT_EVALUATE_SCRIPT = "evaluate.py"
@@ -23,13 +25,25 @@ wildcard_constraints:
     scale=r"\d+",
 
 
+def ext_finetune_settings(wildcards):
+    """What a fine-tune reads: the method's parameters, the optimiser and the data; the base
+    model is the rule's input file, so retraining it fine-tunes again."""
+    return {
+        "method": wildcards.method,
+        "scale": int(wildcards.scale),
+        "params": EXT["params"].get(wildcards.method, {}),
+        "train": EXT["finetune"]["train"] | config["extrapolation"]["training"],
+        "snapshots": EXT["finetune"]["snapshots"],
+    }
+
+
 rule extension_finetune:
     input:
         model=EXT_BASE_MODEL,
     output:
-        snapshots=f"{EXT_FINETUNE}/snapshots.pt",
-        train_log=f"{EXT_FINETUNE}/train_log.json",  # what was computed: deterministic
-        timing=f"{EXT_FINETUNE}/timing.json",  # how the run went
+        snapshots=paths.EXT_SNAPSHOTS,
+        train_log=paths.EXT_TRAIN_LOG,  # what was computed: deterministic
+        timing=paths.EXT_TIMING,  # how the run went
     log:
         log_path(f"extension/finetune/{{encoding}}/{{method}}/s{{scale}}/seed{{seed}}"),
     cache: True
@@ -39,22 +53,12 @@ rule extension_finetune:
         runtime=EXT_RESOURCES["runtime"],
         gpu=EXT_RESOURCES["gpu"],
     params:
-        # What a fine-tune reads: the method's parameters, the optimiser and the data; the
-        # base model is the input file, so retraining it fine-tunes again.
-        settings=lambda w: {
-            "method": w.method,
-            "scale": int(w.scale),
-            "params": EXT["params"].get(w.method, {}),
-            "train": EXT["finetune"]["train"] | config["extrapolation"]["training"],
-            "snapshots": EXT["finetune"]["snapshots"],
-        },
+        settings=ext_finetune_settings,
         code=code_digest(FINETUNE_SCRIPT, with_plugins=False),
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],
         # Not an output (Snakemake deletes a failed job's outputs); removed once written.
-        resume=lambda w: (
-            f"results/extension/resume/{w.encoding}/{w.method}/s{w.scale}/seed{w.seed}.pt"
-        ),
+        resume=lambda w: paths.EXT_RESUME.format(**w),
     script:
         FINETUNE_SCRIPT
 
@@ -72,7 +76,7 @@ rule extension_zero_shot:
     input:
         model=EXT_BASE_MODEL,
     output:
-        evaluation="results/extension/eval/zero_shot/{encoding}/seed{seed}.json",
+        evaluation=paths.EXT_ZERO_SHOT,
     log:
         log_path("extension/zero_shot/{encoding}/seed{seed}"),
     benchmark:
@@ -98,9 +102,9 @@ rule extension_zero_shot:
 rule extension_evaluate:
     input:
         model=EXT_BASE_MODEL,
-        snapshots=f"{EXT_FINETUNE}/snapshots.pt",
+        snapshots=rules.extension_finetune.output.snapshots,
     output:
-        evaluation="results/extension/eval/finetune/{encoding}/{method}/s{scale}/seed{seed}.json",
+        evaluation=paths.EXT_EVALUATION,
     log:
         log_path("extension/evaluate/{encoding}/{method}/s{scale}/seed{seed}"),
     benchmark:

@@ -27,6 +27,7 @@ has less left to gain: a pass is strong evidence, and a fail says that YaRN's lo
 not that it could not have fallen more from PI's start. Continued training's own fall is common
 to both and cancels in the difference; the claim shows it beside it."""
 
+from posenc import paths
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
 from posenc.rope_scaling import METHODS
@@ -67,21 +68,16 @@ def inputs(config: dict) -> dict[str, list[str]]:
     """Every base model's zero-shot evaluation, every fine-tune's evaluation, training log and
     timings (the outputs of the stages in ``rules.smk``)."""
     ext, seeds = config["extension"], config["extrapolation"]["lm"]["seeds"]
-    tuned = "results/extension/finetune/{}/{}/s{}/seed{}"
+    runs = [dict(zip(("encoding", "method", "scale", "seed"), r)) for r in _finetunes(config)]
     return {
         "zero_shot": [
-            f"results/extension/eval/zero_shot/{e}/seed{s}.json"
-            for e in ext["encodings"]
-            for s in seeds
+            paths.EXT_ZERO_SHOT.format(encoding=e, seed=s) for e in ext["encodings"] for s in seeds
         ],
-        "finetune_evals": [
-            f"results/extension/eval/finetune/{e}/{m}/s{x}/seed{s}.json"
-            for e, m, x, s in _finetunes(config)
-        ],
-        "train_logs": [f"{tuned.format(*run)}/train_log.json" for run in _finetunes(config)],
-        "timings": [f"{tuned.format(*run)}/timing.json" for run in _finetunes(config)],
+        "finetune_evals": [paths.EXT_EVALUATION.format(**run) for run in runs],
+        "train_logs": [paths.EXT_TRAIN_LOG.format(**run) for run in runs],
+        "timings": [paths.EXT_TIMING.format(**run) for run in runs],
         # The base models' learned status, as the extrapolation section judged it.
-        "base_evidence": ["results/extrapolation/metrics.json"],
+        "base_evidence": [paths.METRICS.format(analysis="extrapolation")],
     }
 
 

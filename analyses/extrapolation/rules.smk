@@ -5,7 +5,7 @@
 # encoding); evaluation settings are params of the evaluation rule alone.
 import platform
 
-from posenc import corpora
+from posenc import corpora, paths
 
 XP = config["extrapolation"]
 XP_TASKS = ("lm", "passkey")
@@ -27,19 +27,33 @@ XP_DATA = {
     | ({"python": platform.python_version()} if XP["corpus"] == corpora.STDLIB else {}),
     "passkey": XP["passkey"]["task"],
 }
+# The corpus file the LM trains on, when one is configured (the built-in texts ship with
+# Python and are no file input).
+XP_CORPUS = [corpora.corpus_file(XP["corpus"])] if corpora.corpus_file(XP["corpus"]) else []
+
+
+def xp_train_settings(wildcards):
+    """All a training run depends on: its task's data, the model, the optimiser and the
+    encoding settings. A model with randomized positions (<encoding>+randomized) also trains
+    on L_rand; a plain model's settings do not name it, so changing L_rand retrains only
+    those."""
+    settings = {
+        "data": XP_DATA[wildcards.task],
+        "model": XP["model"],
+        "train": XP[wildcards.task]["train"] | XP["training"],
+        "encoding": config["encoding"],
+    }
+    L_rand = variants.randomized_max_position(config, wildcards.encoding)
+    return settings | ({"randomized_positions": L_rand} if L_rand else {})
 
 
 rule extrapolation_train:
     input:
-        corpus=lambda w: (
-            [corpora.corpus_file(XP["corpus"])]
-            if w.task == "lm" and corpora.corpus_file(XP["corpus"])
-            else []
-        ),
+        corpus=lambda w: XP_CORPUS if w.task == "lm" else [],
     output:
-        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
-        train_log="results/extrapolation/models/{task}/{encoding}/seed{seed}/train_log.json",  # what was computed: deterministic
-        timing="results/extrapolation/models/{task}/{encoding}/seed{seed}/timing.json",  # how the run went: speed, memory, resumption
+        model=paths.XP_MODEL,
+        train_log=paths.XP_TRAIN_LOG,  # what was computed: deterministic
+        timing=paths.XP_TIMING,  # how the run went: speed, memory, resumption
     log:
         log_path("extrapolation/train/{task}/{encoding}/seed{seed}"),
     wildcard_constraints:
@@ -54,19 +68,7 @@ rule extrapolation_train:
         runtime=XP["resources"]["runtime"],
         gpu=XP["resources"]["gpu"],
     params:
-        # A model with randomized positions (<encoding>+randomized) also trains on L_rand;
-        # a plain model's settings do not name it, so changing L_rand retrains only those.
-        settings=lambda w: {
-            "data": XP_DATA[w.task],
-            "model": XP["model"],
-            "train": XP[w.task]["train"] | XP["training"],
-            "encoding": config["encoding"],
-        }
-        | (
-            {"randomized_positions": L_rand}
-            if (L_rand := variants.randomized_max_position(config, w.encoding))
-            else {}
-        ),
+        settings=xp_train_settings,
         # The training code (the script and what it imports) and the model's own plugin: a
         # change of meaning there retrains, and re-keys the shared cache.
         code=code_digest(TRAIN_SCRIPT, with_plugins=False),
@@ -74,16 +76,16 @@ rule extrapolation_train:
         device=config["device"],
         # Not an output: Snakemake would delete it when a job fails, and it must survive a
         # kill so that the rerun resumes. Removed once the model is written.
-        resume=lambda w: f"results/extrapolation/resume/{w.task}/{w.encoding}/seed{w.seed}.pt",
+        resume=lambda w: paths.XP_RESUME.format(**w),
     script:
         TRAIN_SCRIPT
 
 
 rule extrapolation_evaluate:
     input:
-        model="results/extrapolation/models/{task}/{encoding}/seed{seed}/model.pt",
+        model=rules.extrapolation_train.output.model,
     output:
-        evaluation="results/extrapolation/eval/{task}/{encoding}/seed{seed}.json",
+        evaluation=paths.XP_EVALUATION,
     log:
         log_path("extrapolation/evaluate/{task}/{encoding}/seed{seed}"),
     benchmark:

@@ -6,7 +6,7 @@ aggregate, which reads every model's evaluation and training log."""
 from pathlib import Path
 from typing import NamedTuple
 
-from posenc import variants
+from posenc import paths, variants
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 from posenc.corpora import corpus_file
@@ -24,16 +24,15 @@ def inputs(config: dict) -> dict[str, list[str]]:
     """Every model's evaluation, training log and training timings: one per task x encoding x
     seed, in that order (the output paths of the stages in ``rules.smk``)."""
     runs = [
-        (task, model, seed)
+        {"task": task, "encoding": model, "seed": seed}
         for task in TASKS
         for model in variants.models(config, task)
         for seed in config["extrapolation"][task]["seeds"]
     ]
-    models = "results/extrapolation/models/{}/{}/seed{}"
     files = {
-        "evaluations": [f"results/extrapolation/eval/{t}/{e}/seed{s}.json" for t, e, s in runs],
-        "train_logs": [f"{models.format(t, e, s)}/train_log.json" for t, e, s in runs],
-        "timings": [f"{models.format(t, e, s)}/timing.json" for t, e, s in runs],
+        "evaluations": [paths.XP_EVALUATION.format(**run) for run in runs],
+        "train_logs": [paths.XP_TRAIN_LOG.format(**run) for run in runs],
+        "timings": [paths.XP_TIMING.format(**run) for run in runs],
     }
     # The corpus file, when one is configured: its unigram and bigram baselines are computed
     # here (the built-in texts, pydoc_data.topics and python-stdlib, ship with Python and are

@@ -4,7 +4,7 @@ the workflow at parse time."""
 
 from pathlib import Path
 
-from posenc import registry
+from posenc import paths, registry
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
@@ -23,7 +23,7 @@ def inputs(config: dict) -> dict[str, list[str]]:
     learned = [e for e in config["encodings"] if meta[e]["learned"]]
     return {
         "trained_models": [
-            f"results/extrapolation/models/lm/{e}/seed{s}/model.pt"
+            paths.XP_MODEL.format(task="lm", encoding=e, seed=s)
             for e in learned
             for s in xp["lm"]["seeds"]
         ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ def build_context(
     benchmarks_dir: str | Path,
     benchmark_rules: dict[str, str],
     log_dir: str | Path,
-    ignore_benchmarks: tuple[str, ...] = (),
+    ignore_benchmarks: Collection[str] = (),
     timing_rules: dict[str, str] | None = None,
     code_digests: dict[str, dict] | None = None,
     card: str | Path | None = None,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Collection
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,7 @@ def read_benchmarks(
     folder: str | Path,
     rule_patterns: dict[str, str],
     started: datetime | None,
-    ignore: tuple[str, ...] = (),
+    ignore: Collection[str] = (),
 ) -> list[dict[str, Any]]:
     """Wall time and peak memory per job from Snakemake's ``benchmark:`` files.
 
@@ -181,7 +182,7 @@ def read_jobs(
     folder: str | Path,
     rule_patterns: dict[str, str],
     started: datetime | None,
-    ignore: tuple[str, ...] = (),
+    ignore: Collection[str] = (),
     timing_rules: dict[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """Every job: from its benchmark file, or from its timing file for a rule without one."""

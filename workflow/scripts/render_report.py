@@ -16,16 +16,12 @@ def main(snakemake):
         raise ValueError(f"rule report: files and data must sit beside {out.html} as {FILES}/")
     context = build_context(
         p.templates,
-        p.sections,
-        p.config,
-        p.git,
-        p.benchmarks,
-        p.benchmark_rules,
-        p.snakemake_logs,
-        ignore_benchmarks=tuple(p.own_benchmarks),
-        timing_rules=p.timing_rules,
-        code_digests=p.code_digests,
+        config=p.config,
+        git=p.git,
+        benchmarks_dir=p.benchmarks,
+        log_dir=p.snakemake_logs,
         card=snakemake.input.card,
+        **p.plan,  # the sections, and what the report reads of every other rule
     )
     write_json(out.claims, context["ledger"])
     copy_downloads(context, report_dir, out.claims)
