@@ -6,7 +6,9 @@ A :class:`Claim` says what it asserts, which named evidence it reads and how: a 
 config, and verdict logic lives nowhere else. Torch-free: the specs that hold claims are read
 at parse time.
 
-Contract (DESIGN.md): each analysis writes ``results/<analysis>/claims.json``, a list of
+A contract, kept across versions (claim ids and this file's name never change: the report,
+the report card and ``benchmarks/compare_claims.py`` read it, the last comparing two runs):
+each analysis writes ``results/<analysis>/claims.json``, a list of
 
     {"id", "kind", "statement", "measured", "expected",
      "verdict": "pass" | "fail" | "inconclusive" | "n/a", "references", "section", "reason"}
