@@ -179,6 +179,10 @@ class AnalysisSpec:
     encodings_of: Callable[[dict], list[str]] | None = None
     # Its columns of the report card, in order (see CardColumn).
     card: tuple[CardColumn, ...] = ()
+    # Values fixed in code, not in the config, that the section's prose quotes (the sizes of a
+    # snippet it reruns, a ratio its checks enforce): the report hands them to its template as
+    # ``s.constants``, so that each is written once, here or where the code imports it from.
+    constants: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self):
         ids = [c.id for c in self.claims]

@@ -24,8 +24,8 @@ def report_sections(
 ) -> list[dict[str, Any]]:
     """Each section as the report reads it, in report order: its title; the works it cites,
     its spec's and then the configured encodings' own (``encodings``: the registry's
-    metadata); and its rule's metrics, claims and, where the rule keeps them apart, timings
-    (``timing``, or None)."""
+    metadata); the constants its prose quotes; and its rule's metrics, claims and, where the
+    rule keeps them apart, timings (``timing``, or None)."""
     cited = [
         key
         for e in config["encodings"]
@@ -37,6 +37,7 @@ def report_sections(
             "id": name,
             "title": specs[name].title,
             "references": list(specs[name].references) + cited,
+            "constants": dict(specs[name].constants),
             "metrics": str(rule.output.metrics),
             "claims": str(rule.output.claims),
             "timing": str(rule.output.timing) if "timing" in rule.output.keys() else None,

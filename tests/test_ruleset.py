@@ -49,8 +49,8 @@ SECTIONS = {
 TRAIN = rule("train", {"model": "m/{seed}.pt", "timing": "m/{seed}/timing.json"}, code="t1")
 REPORT = rule("report", {"html": "index.html"}, "results/benchmarks/report.tsv", code="r1")
 SPECS = {
-    "alpha": SimpleNamespace(title="Alpha", references=("su2021",)),
-    "beta": SimpleNamespace(title="Beta", references=()),
+    "alpha": SimpleNamespace(title="Alpha", references=("su2021",), constants={"heads": 2}),
+    "beta": SimpleNamespace(title="Beta", references=(), constants={}),
 }
 CONFIG = {"encodings": ["rope"]}
 ENCODINGS = {"rope": {"citation": "su2021"}}
@@ -69,6 +69,7 @@ def test_the_sections_keep_the_report_order_and_name_their_files():
         "id": "alpha",
         "title": "Alpha",
         "references": ["su2021", "su2021"],  # its spec's, then the encodings' own
+        "constants": {"heads": 2},
         "metrics": "results/alpha/metrics.json",
         "claims": "results/alpha/claims.json",
         "timing": "results/alpha/timing.json",

@@ -4,6 +4,14 @@ encodings. Torch-free: read by the workflow at parse time."""
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
+# The check of "Transformers · Positional encoding", as that document writes it:
+# nn.MultiheadAttention(SEED_EMBED_DIM, SEED_HEADS) on SEED_LEN tokens, without and with the
+# first SEED_EMBED_DIM dimensions of a sinusoidal table SEED_TABLE_DIM wide. The claim, the
+# table and the section's prose quote these.
+SEED_EMBED_DIM, SEED_HEADS, SEED_LEN = 16, 2, 5
+SEED_TABLE_DIM = 64
+SEED_ATTENTION = f"nn.MultiheadAttention({SEED_EMBED_DIM}, {SEED_HEADS})"
+
 
 def check_heads(config: dict) -> list[str]:
     """Heads split the width evenly, into an even head width (RoPE rotates pairs)."""
@@ -48,8 +56,8 @@ SPEC = AnalysisSpec(
     },
     tables={
         "seed": Table(
-            "The check “Transformers · Positional encoding” runs (nn.MultiheadAttention(16, 2), "
-            "5 tokens): max |Attn(PX) − P Attn(X)| and torch.allclose as it calls it."
+            f"The check “Transformers · Positional encoding” runs ({SEED_ATTENTION}, "
+            f"{SEED_LEN} tokens): max |Attn(PX) − P Attn(X)| and torch.allclose as it calls it."
         ),
         "permutation": Table(
             "Relative permutation error per encoding and attention: the largest over every "
@@ -66,7 +74,7 @@ SPEC = AnalysisSpec(
     claims=(
         Claim(
             "equivariance.seed_check",
-            "The check “Transformers · Positional encoding” runs: nn.MultiheadAttention(16, 2) "
+            f"The check “Transformers · Positional encoding” runs: {SEED_ATTENTION} "
             "without positions only permutes its output, and after adding sinusoidal PE it does "
             "not: the largest difference stays within that document's atol without PE and "
             "exceeds it with PE (the document itself prints True, True).",
@@ -164,4 +172,10 @@ SPEC = AnalysisSpec(
             units=(("relative_shift_ulps", "ε", 1), ("absolute_shift_weakest", "%", 100)),
         ),
     ),
+    constants={
+        "seed_attention": SEED_ATTENTION,
+        "seed_len": SEED_LEN,
+        "seed_embed_dim": SEED_EMBED_DIM,
+        "seed_table_dim": SEED_TABLE_DIM,
+    },
 )

@@ -656,4 +656,5 @@ SPEC = AnalysisSpec(
             note="passkey retrieval accuracy at {passkey_at} times the training length",
         ),
     ),
+    constants={"t5_train_ratio": T5_TRAIN_RATIO},
 )

@@ -70,8 +70,11 @@ def build_context(
         "config": config,
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
         "config_hash": config_hash(config),
-        "git": git,
-        "code_digests": dict(sorted((code_digests or {}).items())),
+        "git": {**git, "short": git["commit"][:12]},
+        "code_digests": {
+            rule: {**code, "module_count": len(code.get("modules", []))}
+            for rule, code in sorted((code_digests or {}).items())
+        },
         "env": environment_info(),
         "packages": installed_packages(),
         "devices": sorted({d for s in loaded for d in s["devices"]}),

@@ -60,7 +60,9 @@ def installed_packages() -> dict[str, Any]:
         [sys.executable, "-m", "pip", "freeze"], capture_output=True, text=True, check=False
     )
     if proc.returncode == 0 and proc.stdout.strip():
-        return {"source": "pip freeze", "lines": proc.stdout.split("\n")[:-1]}
-    names = {(d.metadata["Name"] or "?", d.version) for d in metadata.distributions()}
-    lines = [f"{n}=={v}" for n, v in sorted(names, key=lambda nv: nv[0].lower())]
-    return {"source": "importlib.metadata (pip unavailable)", "lines": lines}
+        source, lines = "pip freeze", proc.stdout.split("\n")[:-1]
+    else:
+        names = {(d.metadata["Name"] or "?", d.version) for d in metadata.distributions()}
+        lines = [f"{n}=={v}" for n, v in sorted(names, key=lambda nv: nv[0].lower())]
+        source = "importlib.metadata (pip unavailable)"
+    return {"source": source, "lines": lines, "count": len(lines)}

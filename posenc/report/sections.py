@@ -68,8 +68,10 @@ def _downloads(sec_id: str, sources: dict[str, str | None]) -> dict[str, dict[st
     }
 
 
-def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict]]:
+def load_sections(sections: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
     """Read each section's metrics and claims; number figures and tables in report order.
+    Each of ``sections`` names its files (``metrics``, ``claims``, optionally ``timing``) and
+    may carry the ``constants`` its template quotes.
 
     Returns the sections (JSON-serialisable: the context both media render) and the merged
     ledger in section order. A malformed file is a :class:`ReportError` naming it.
@@ -123,6 +125,7 @@ def load_sections(sections: list[dict[str, str]]) -> tuple[list[dict], list[dict
                 "m": metrics,
                 "figures": figures,
                 "tables": tables,
+                "constants": sec.get("constants", {}),
             }
         )
     # A claim links to the section that shows its evidence: that section must be in the report.
@@ -177,6 +180,7 @@ def load_card(path: str | Path, sections: dict[str, dict]) -> dict[str, Any]:
         for i, column in enumerate(data["columns"])
     ]
     data["has_plugins"] = any(row["plugin"] for row in data["rows"])
+    data["size"] = {"properties": len(data["columns"]), "encodings": len(data["rows"])}
     data["figure"] = {
         "png": data["png"],
         "anchor": "fig-card",
