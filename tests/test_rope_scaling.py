@@ -144,16 +144,22 @@ def test_methods_and_result_shape():
         result.attention_factor = 2.0
 
 
-def test_module_is_torch_free():
-    # The workflow imports it while parsing: the standard library's math and nothing heavier.
-    tree = ast.parse(Path(rope_scaling.__file__).read_text())
+@pytest.mark.parametrize("name", ["rope_scaling", "rope_methods", "rope_checks"])
+def test_module_is_torch_free(name):
+    # The workflow imports it while parsing: the standard library's math and nothing heavier,
+    # and of posenc only the parts of rope_scaling.
+    tree = ast.parse(Path(rope_scaling.__file__).with_name(f"{name}.py").read_text())
     imported = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported |= {alias.name.split(".")[0] for alias in node.names}
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module == "posenc":
+            imported |= {f"posenc.{alias.name}" for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
-            imported.add(node.module.split(".")[0])
-    assert imported <= {"__future__", "math", "dataclasses", "collections"}, imported
+            imported.add(node.module)
+    parts = {"posenc.rope_methods", "posenc.rope_checks"}
+    others = {m.split(".")[0] for m in imported - parts}
+    assert others <= {"__future__", "math", "dataclasses", "collections"}, imported
 
 
 @pytest.mark.parametrize("d, base", [(16, 10000.0), (128, 500000.0)])
