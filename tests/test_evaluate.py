@@ -6,6 +6,7 @@ import pytest
 import torch
 from torch import nn
 
+from posenc.context_extension import extension_setup, ntk_base, pi_positions, rope_base
 from posenc.data import PasskeyTask
 from posenc.encodings import inverse_frequencies
 from posenc.evaluate import (
@@ -13,10 +14,6 @@ from posenc.evaluate import (
     bits_per_char,
     evaluate_lm,
     evaluate_passkey,
-    extension_setup,
-    ntk_base,
-    pi_positions,
-    rope_base,
     segment_window_ends,
 )
 from posenc.train import build_model

@@ -744,7 +744,8 @@ def test_the_shipped_config_passes_the_semantic_checks():
 
 def test_evaluation_extends_the_encodings_the_registry_says():
     """The context extensions evaluated are each encoding's ``EncodingSpec.extensions``."""
-    from posenc.evaluate import evaluate_lm, extensions_of
+    from posenc.context_extension import extensions_of
+    from posenc.evaluate import evaluate_lm
     from posenc.train import build_model
 
     cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
