@@ -35,9 +35,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from posenc.batches import IGNORE, RandomizedPositions
 from posenc.context_extension import extension_setup, extensions_of, head_dim, rope_base, rotary_of
-from posenc.data import IGNORE, PasskeyTask, RandomizedPositions
 from posenc.encodings import PositionOutOfRange
+from posenc.passkey import PasskeyTask
 
 CPU = torch.device("cpu")
 # Positions for a forward: fixed ones (or None for 0..L-1), or a function of the length that
