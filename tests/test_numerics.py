@@ -1,15 +1,15 @@
-"""posenc.numerics against naive references written here: loops over pairs, torch.unique."""
+"""posenc.numerics and posenc.distinct against naive references written here: loops over pairs,
+torch.unique."""
 
 import math
 
 import pytest
 import torch
 
-from posenc import numerics
+from posenc import distinct
+from posenc.distinct import canonical_bits, distinct_rows
 from posenc.numerics import (
     apply_rotation_blocks,
-    canonical_bits,
-    distinct_rows,
     min_distance_scan,
     nearest_neighbour_decode,
     offset_sq_distances,
@@ -133,7 +133,7 @@ def test_distinct_rows_all_distinct_has_no_repeat():
 def test_distinct_rows_resolves_hash_collisions(monkeypatch):
     # Every row hashes alike: the exact check must split the one run into the true classes.
     monkeypatch.setattr(
-        numerics,
+        distinct,
         "row_hashes",
         lambda bits, seed=0: bits.new_zeros(bits.shape[0], dtype=torch.int64),
     )
@@ -231,7 +231,7 @@ def test_distinct_rows_many_matches_one_at_a_time():
     g = torch.Generator().manual_seed(5)
     base = torch.randint(0, 3, (90, 3), generator=g).to(torch.float64) / 3
     casts = (torch.float64, torch.bfloat16, torch.float16)
-    many = numerics.distinct_rows_many(lambda idx: [base[idx].to(dt) for dt in casts], 3, 90, 16)
+    many = distinct.distinct_rows_many(lambda idx: [base[idx].to(dt) for dt in casts], 3, 90, 16)
     for res, dt in zip(many, casts):
         one = distinct_rows(lambda idx, dt=dt: base[idx].to(dt), 90, chunk=16)
         assert (res.n_distinct, res.first_repeat, res.first_repeat_of) == (

@@ -5,7 +5,8 @@ still decodes to itself (nearest row of the exact table)."""
 import torch
 
 from posenc.device import dtype_from_name
-from posenc.numerics import distinct_rows_many, nearest_neighbour_decode
+from posenc.distinct import distinct_rows_many
+from posenc.numerics import nearest_neighbour_decode
 
 from .tables import AngleTable, Variant
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from posenc.numerics import distinct_rows_many
+from posenc.distinct import distinct_rows_many
 
 # The precision paths: how the angles (or the stored cos/sin) depart from float32.
 PATHS = {
