@@ -16,8 +16,9 @@ configfile: "config/config.yaml"
 
 ROOT = Path(workflow.basedir)
 SPECS = analysis.discover(ROOT)
-# Plugins register encodings before validation, so the schema accepts their names; the
-# registry's metadata is cached by digest (posenc.registry): a no-op run imports no torch.
+# Plugins register encodings before validation, so the schema accepts their names and their
+# hyper-parameters (the encoding: block); the registry's metadata is cached by digest
+# (posenc.registry): a no-op run imports no torch.
 ENCODING_META = registry.metadata(config.get("plugins", []), ROOT)
 # A wrong key or value stops here, before any job, with one line per problem naming the key:
 # the schema, each analysis' checks, then each configured encoding's own checks at every width
@@ -27,7 +28,7 @@ posenc_config.validate_config(
     posenc_config.workflow_schema(
         ROOT,
         sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml")),
-        list(ENCODING_META),
+        ENCODING_META,
     ),
     [
         *(check for spec in SPECS.values() for check in spec.checks),

@@ -1,7 +1,8 @@
 """Config validation: a wrong key or value fails before any job runs, naming the key.
 
-The schema (``config/schema.yaml`` for the shared keys and each analysis' own
-``analyses/<id>/schema.yaml``, assembled by :func:`workflow_schema`) sets
+The schema (``config/schema.yaml`` for the shared keys, each analysis' own
+``analyses/<id>/schema.yaml``, and the ``encoding:`` block generated from the hyper-parameters
+each registered encoding declares, assembled by :func:`workflow_schema`) sets
 ``additionalProperties: false`` everywhere, so a misspelt key is an error rather than a
 silently ignored setting. What a JSON schema cannot say (an evaluation length below the
 training length, say) is checked by each analysis' spec (``AnalysisSpec.checks``).
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +35,22 @@ def _load(path: Path) -> Any:
 ENCODING_NAME = "urn:posenc:encoding-name"  # $ref of an encoding name: the registry's enum
 
 
-def workflow_schema(root: str | Path, analyses: list[str], encodings: list[str]) -> dict:
+def workflow_schema(
+    root: str | Path, analyses: list[str], encodings: Mapping[str, Mapping]
+) -> dict:
     """The whole config's schema: ``config/schema.yaml`` (the shared keys), one property per
-    analysis ``$ref``-ing ``analyses/<id>/schema.yaml``, and encoding names from the registry
-    (plugins' included): nothing here is a hand-kept copy."""
+    analysis ``$ref``-ing ``analyses/<id>/schema.yaml``, and from the registry's metadata
+    (``encodings``, ``{name: EncodingSpec.metadata()}``, plugins' included) the encoding
+    names and one block of the ``encoding:`` key per encoding that declares hyper-parameters,
+    its ``params`` schema: nothing here is a hand-kept copy."""
     root = Path(root).resolve()
     schema = _load(root / "config" / "schema.yaml")
     schema["$id"] = (root / "config" / "schema.yaml").as_uri()
     for name in analyses:
         schema["properties"][name] = {"$ref": (root / "analyses" / name / "schema.yaml").as_uri()}
+    schema["properties"]["encoding"]["properties"] = {
+        name: meta["params"] for name, meta in encodings.items() if meta.get("params")
+    }
     schema["x-encodings"] = list(encodings)  # not a keyword: read by the $ref below
     return schema
 

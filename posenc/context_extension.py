@@ -19,7 +19,7 @@ from contextlib import contextmanager
 import torch
 from torch import Tensor, nn
 
-from posenc.encodings import REGISTRY, Rotary
+from posenc.encodings import PositionalEncoding
 from posenc.rope_scaling import ntk_scaled_base
 
 EXTENSIONS = ("pi", "ntk")  # context-extension methods for RoPE, besides the plain model
@@ -48,17 +48,18 @@ def ntk_base(base: float, scale: float, head_dim: int) -> float:
     return ntk_scaled_base(float(base), scale, head_dim)
 
 
-def rotary_of(model: nn.Module) -> Rotary | None:
-    """The model's RoPE module (shared by every layer), or None for other encodings."""
+def rotary_of(model: nn.Module) -> PositionalEncoding | None:
+    """The model's encoding (shared by every layer) where its spec declares its frequencies
+    rescalable (``EncodingSpec.rescalable``: RoPE's base and scaling hook), else None."""
     encoding = model.stack.encoding
-    return encoding if isinstance(encoding, Rotary) else None
+    return encoding if encoding.spec is not None and encoding.spec.rescalable else None
 
 
 def extensions_of(model: nn.Module) -> tuple[str, ...]:
     """The context extensions the registry declares for the model's encoding
-    (``EncodingSpec.extensions``; none for a module the registry does not know)."""
-    encoding = model.stack.encoding
-    return next((s.extensions for s in REGISTRY.values() if type(encoding) is s.module), ())
+    (``EncodingSpec.extensions``; none for a module not built from the registry)."""
+    spec = model.stack.encoding.spec
+    return spec.extensions if spec is not None else ()
 
 
 @contextmanager

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
-from posenc.encodings import EncodingParams, PositionalEncoding, build
+from posenc.encodings import PositionalEncoding, build
 
 
 @dataclass(frozen=True)
@@ -259,12 +259,20 @@ class LanguageModel(nn.Module):
 
 
 def make_stack(
-    encoding: str, d_model: int, n_heads: int, n_layers: int, causal: bool, **encoding_kwargs
+    encoding: str,
+    encoding_cfg: dict | None,
+    d_model: int,
+    n_heads: int,
+    n_layers: int,
+    causal: bool,
+    **shape,
 ) -> TransformerStack:
-    """A stack with registry encoding ``encoding``; ``encoding_kwargs`` go to EncodingParams."""
+    """A stack with registry encoding ``encoding``, its hyper-parameters from ``encoding_cfg``
+    (the config's ``encoding:`` block); ``shape`` (``max_len``, ``angle_dtype``) goes to
+    :func:`~posenc.encodings.build`."""
     cfg = ModelConfig(d_model=d_model, n_heads=n_heads, n_layers=n_layers, causal=causal)
-    params = EncodingParams(d_model=d_model, n_heads=n_heads, **encoding_kwargs)
-    return TransformerStack(cfg, build(encoding, params))
+    module = build(encoding, encoding_cfg, d_model=d_model, n_heads=n_heads, **shape)
+    return TransformerStack(cfg, module)
 
 
 def _attention_layers(model: nn.Module) -> list[Attention]:

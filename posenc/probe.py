@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from posenc.encodings import EncodingParams, EncodingSpec
+from posenc.encodings import EncodingSpec, encoding_params
 
 HOOKS = {"input": "input_encoding", "qk": "rotate", "bias": "score_bias"}
 D_MODEL, N_HEADS, LENGTH, SHIFT = 16, 2, 7, 5
@@ -174,7 +174,7 @@ def probe(spec: EncodingSpec, origin: str | None = None) -> str | None:
     every probe passes."""
     label = f"plugin {origin}: encoding {spec.name}"
     torch.manual_seed(0)
-    params = EncodingParams(d_model=D_MODEL, n_heads=N_HEADS, max_len=64)
+    params = encoding_params(spec.name, d_model=D_MODEL, n_heads=N_HEADS, max_len=64)
     try:
         module = _call("module", origin, spec.module, params)
         if spec.acts_on in PROBES:

@@ -28,21 +28,22 @@ from pathlib import Path
 
 from posenc import plugins
 
-REGISTRY_SOURCE = Path(__file__).with_name("encodings.py")
-# What else decides the metadata: this module, the plugin loader and the probes.
+HERE = Path(__file__).parent
+# The registry's package, and what else decides the metadata: this module, the plugin loader
+# and the probes.
 CODE = [
-    REGISTRY_SOURCE,
+    *sorted((HERE / "encodings").glob("*.py")),
     Path(__file__),
-    *(Path(__file__).with_name(f) for f in ("plugins.py", "probe.py")),
+    *(HERE / f for f in ("plugins.py", "probe.py")),
 ]
 
 
 def digest(plugin_entries: list[str], root: str | Path) -> str:
     h = hashlib.sha256(sys.version.encode())
-    # The project's own modules by name, so that a moved checkout keeps its cache; a plugin by
-    # its full path, which the metadata records.
+    # The project's own modules by their path in it, so that a moved checkout keeps its cache;
+    # a plugin by its full path, which the metadata records.
     for name, path in [
-        *((p.name, p) for p in CODE),
+        *((p.relative_to(HERE).as_posix(), p) for p in CODE),
         *((str(p), p) for p in plugins.sources(plugin_entries, root)),
     ]:
         h.update(name.encode())
@@ -135,20 +136,16 @@ def run_checks(
     encodings: list[str], encoding_cfg: dict, shapes: dict[str, tuple[int, int]]
 ) -> list[str]:
     """Every check of each of ``encodings`` on the :class:`~posenc.encodings.EncodingParams`
-    of each shape (``encoding_cfg`` on top of its width and heads), in process: each problem
-    once per encoding, followed by the encoding and the config keys of every width it is
-    found at."""
-    import dataclasses
+    of each shape (its hyper-parameters from ``encoding_cfg``, the config's ``encoding:``
+    block, at that width and heads), in process: each problem once per encoding, followed by
+    the encoding and the config keys of every width it is found at."""
+    from posenc.encodings import REGISTRY, encoding_params
 
-    from posenc.encodings import REGISTRY, EncodingParams
-
-    fields = {f.name for f in dataclasses.fields(EncodingParams)}
-    shared = {k: v for k, v in encoding_cfg.items() if k in fields}
     problems: list[str] = []
     for name in encodings:
         found: dict[str, list[str]] = {}  # problem -> where
         for where, (d_model, n_heads) in shapes.items():
-            params = EncodingParams(d_model=d_model, n_heads=n_heads, **shared)
+            params = encoding_params(name, encoding_cfg, d_model=d_model, n_heads=n_heads)
             for check in REGISTRY[name].checks:
                 for problem in check(params):
                     found.setdefault(problem, []).append(where)

@@ -34,7 +34,7 @@ from torch import nn
 from tqdm import tqdm
 
 from posenc.data import IGNORE, BatchFn
-from posenc.encodings import EncodingParams, build
+from posenc.encodings import build
 from posenc.io import atomic_path
 from posenc.model import LanguageModel, ModelConfig
 
@@ -108,16 +108,22 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
 
 
 def build_model(
-    vocab_size: int, model_cfg: dict[str, Any], encoding: str, encoding_params: dict[str, Any]
+    vocab_size: int,
+    model_cfg: dict[str, Any],
+    encoding: str,
+    encoding_cfg: dict[str, Any] | None = None,
+    **shape: Any,
 ) -> LanguageModel:
     """The project's LanguageModel with registry encoding ``encoding``.
 
-    ``model_cfg`` holds ModelConfig fields, ``encoding_params`` EncodingParams fields other than
-    d_model and n_heads (taken from the model). Plain dicts, so they go into checkpoints as is.
+    ``model_cfg`` holds ModelConfig fields, ``encoding_cfg`` the config's ``encoding:`` block
+    (the encoding reads its own hyper-parameters there), ``shape`` what else the encoding is
+    built with (``max_len``); its width and heads are the model's. Plain values, so they go
+    into checkpoints as they are.
     """
     cfg = ModelConfig(**model_cfg)
-    params = EncodingParams(d_model=cfg.d_model, n_heads=cfg.n_heads, **encoding_params)
-    return LanguageModel(vocab_size, cfg, build(encoding, params))
+    module = build(encoding, encoding_cfg, d_model=cfg.d_model, n_heads=cfg.n_heads, **shape)
+    return LanguageModel(vocab_size, cfg, module)
 
 
 def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
@@ -334,7 +340,8 @@ def load_checkpoint(path: str | Path, device: torch.device) -> tuple[LanguageMod
         payload["vocab_size"],
         payload["model_config"],
         payload["encoding"],
-        payload["encoding_params"],
+        payload["encoding_config"],
+        max_len=payload["max_len"],
     )
     model.load_state_dict(payload.pop("model"))
     return model.to(device).eval(), payload

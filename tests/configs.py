@@ -46,3 +46,14 @@ PLUGIN = textwrap.dedent(
                           citation="a test's plugin", summary="{summary}"))
     """
 )
+
+
+def encoding_block(**values) -> dict:
+    """An ``encoding:`` block that sets each of ``values`` for every registered encoding that
+    declares it (``base=500.0``: the sinusoidal table's base and every rotary one's)."""
+    from posenc.encodings import REGISTRY, override
+
+    block: dict = {}
+    for name in REGISTRY:
+        block = override(block, name, **values)
+    return block

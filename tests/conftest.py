@@ -11,6 +11,25 @@ from sysdeps import SKIP_PREFIX, require, summary_line
 from workflow_utils import copy_workflow, snakemake
 
 
+@pytest.fixture
+def registered():
+    """``registered(spec, ...)`` adds encodings to the registry through the public
+    :func:`~posenc.encodings.register`, as a plugin would, for one test, and removes them after
+    it; returns their names, in order."""
+    from posenc.encodings import REGISTRY, register
+
+    names: list[str] = []
+
+    def add(*specs) -> list[str]:
+        for spec in specs:
+            names.append(register(spec).name)
+        return [spec.name for spec in specs]
+
+    yield add
+    for name in names:
+        REGISTRY.pop(name, None)
+
+
 @pytest.fixture(scope="session")
 def test_run(tmp_path_factory) -> Path:
     """The folder holding ``results/`` of a finished run of ``rule all`` on the test config,

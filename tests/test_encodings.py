@@ -15,6 +15,7 @@ import matplotlib.colors
 import matplotlib.markers
 import pytest
 import torch
+from configs import encoding_block
 
 from posenc.encodings import (
     ENCODINGS,
@@ -22,15 +23,22 @@ from posenc.encodings import (
     BiasEncoding,
     EncodingParams,
     EncodingSpec,
+    FireParams,
     InputEncoding,
     PositionalEncoding,
     PositionOutOfRange,
     QKEncoding,
+    RotaryParams,
     Sinusoidal,
+    SinusoidalParams,
+    T5Params,
     alibi_bias,
     alibi_slopes,
     apply_rope,
     build,
+    encoding_params,
+    override,
+    params_schema,
     register,
     rope_cos_sin,
     sinusoidal_reference,
@@ -61,7 +69,7 @@ class Base500Sinusoidal(Sinusoidal):
     """The sinusoidal table with base 500 instead of the config's."""
 
     def __init__(self, params: EncodingParams):
-        super().__init__(dataclasses.replace(params, base=500.0))
+        super().__init__(dataclasses.replace(params, hyper=SinusoidalParams(base=500.0)))
 
 
 class FirstPairTurn(QKEncoding):
@@ -106,7 +114,7 @@ def gaussian_reference(module, q_pos, k_pos, causal):
     return torch.tensor(bias).reshape(module.params.n_heads, len(q_pos), len(k_pos))
 
 
-def toy(name, acts_on, module, reference, relative):
+def toy(name, acts_on, module, reference, relative, **capabilities):
     return EncodingSpec(
         name,
         acts_on,
@@ -116,30 +124,35 @@ def toy(name, acts_on, module, reference, relative):
         citation="a test's toy",
         summary="Registered by tests/test_encodings.py.",
         reference=reference,
+        **capabilities,
     )
 
 
 TOYS = {
     s.name: s
     for s in (
-        toy("toy_sinusoidal_500", "input", Base500Sinusoidal, sinusoidal_reference, False),
-        toy("toy_first_pair", "qk", FirstPairTurn, first_pair_reference, True),
+        toy(
+            "toy_sinusoidal_500",
+            "input",
+            Base500Sinusoidal,
+            sinusoidal_reference,
+            False,
+            waves=True,
+        ),
+        toy(
+            "toy_first_pair", "qk", FirstPairTurn, first_pair_reference, True, planar_rotation=True
+        ),
         toy("toy_gaussian", "bias", GaussianBias, gaussian_reference, True),
     )
 }
 
 
 @pytest.fixture(params=[*REGISTRY, *TOYS])
-def spec(request):
+def spec(request, registered):
     """Each registered encoding, and each toy, registered for the test and removed after."""
-    name = request.param
-    if name in TOYS:
-        register(TOYS[name])
-    try:
-        yield REGISTRY[name]
-    finally:
-        if name in TOYS:
-            REGISTRY.pop(name, None)
+    if request.param in TOYS:
+        registered(TOYS[request.param])
+    return REGISTRY[request.param]
 
 
 # ----------------------------------------------------------------------------- generic helpers
@@ -175,14 +188,16 @@ class ReferenceHooks:
         return None
 
 
-def random_module(name: str, **params) -> PositionalEncoding:
-    """Encoding ``name`` with float64 angles and every parameter random (T5's table starts at
+def random_module(name: str, config: dict | None = None, **shape) -> PositionalEncoding:
+    """Encoding ``name`` at ``shape`` with its hyper-parameters from ``config`` (an
+    ``encoding:`` block), float64 angles and every parameter random (T5's table starts at
     zero, which would make its bias trivially right). Heads here may be 4 wide, where partial
     RoPE's default quarter would rotate one dimension (refused): it rotates half of each unless
     told otherwise; its quarter is tested on wider heads at the end of this file."""
     torch.manual_seed(0)
-    params = {"rope_partial_fraction": 0.5, **params}
-    module = build(name, EncodingParams(**params, angle_dtype=torch.float64))
+    config = dict(config or {})
+    config["rope_partial"] = {"fraction": 0.5, **config.get("rope_partial", {})}
+    module = build(name, config, **shape, angle_dtype=torch.float64)
     for p in module.parameters():
         torch.nn.init.normal_(p)
     return module
@@ -232,41 +247,34 @@ def naive_stack(x, stack, positions, hooks=None):
 
 # ----------------------------------------------------------------------------- generic tests
 
+# (shape, encoding: block); a setting applies to every encoding that declares it.
 PARAMS = [
-    dict(d_model=8, n_heads=1, max_len=4096),
-    dict(
-        d_model=12,
-        n_heads=3,
-        max_len=4096,
-        base=500.0,
-        rope_base=500.0,
-        rope_interleaved=False,
-        t5_num_buckets=16,
-        t5_max_distance=64,
+    (dict(d_model=8, n_heads=1, max_len=4096), {}),
+    (
+        dict(d_model=12, n_heads=3, max_len=4096),
+        encoding_block(base=500.0, interleaved=False, num_buckets=16, max_distance=64),
     ),
-    dict(
-        d_model=64,
-        n_heads=4,
-        max_len=4096,
-        base=10.0,
-        rope_base=500000.0,
-        t5_num_buckets=8,
-        t5_max_distance=20,
+    (
+        dict(d_model=64, n_heads=4, max_len=4096),
+        override(
+            encoding_block(base=500000.0, num_buckets=8, max_distance=20), "sinusoidal", base=10.0
+        ),
     ),
 ]
 # (query positions, key positions; None: the very same tensor, self-attention's path)
 POSITIONS = [([0, 1, 2, 3, 4, 5, 6], None), ([3, 17, 100, 1000, 4095], [0, 2, 64, 300, 4000, 9])]
 
 
-@pytest.mark.parametrize("params", PARAMS, ids=lambda p: f"d{p['d_model']}h{p['n_heads']}")
+@pytest.mark.parametrize("params", PARAMS, ids=lambda p: f"d{p[0]['d_model']}h{p[0]['n_heads']}")
 @pytest.mark.parametrize("positions", POSITIONS, ids=["self", "cross"])
 @pytest.mark.parametrize("causal", [True, False])
 def test_hooks_match_the_naive_reference(spec, params, positions, causal):
-    module = random_module(spec.name, **params)
+    shape, config = params
+    module = random_module(spec.name, config, **shape)
     reference = ReferenceHooks(spec, module)
     q_pos = torch.tensor(positions[0])
     k_pos = q_pos if positions[1] is None else torch.tensor(positions[1])
-    heads, head_dim = params["n_heads"], params["d_model"] // params["n_heads"]
+    heads, head_dim = shape["n_heads"], shape["d_model"] // shape["n_heads"]
     q, k = torch.randn(2, heads, len(q_pos), head_dim), torch.randn(2, heads, len(k_pos), head_dim)
     assert_same(module.input_encoding(q_pos), reference.input_encoding(q_pos))
     assert_same(module.rotate(q, k, q_pos, k_pos), reference.rotate(q, k, q_pos, k_pos))
@@ -274,7 +282,7 @@ def test_hooks_match_the_naive_reference(spec, params, positions, causal):
 
 
 def test_registry_declares_where_each_encoding_acts(spec):
-    module = build(spec.name, EncodingParams(d_model=8, n_heads=2, rope_partial_fraction=0.5))
+    module = build(spec.name, {"rope_partial": {"fraction": 0.5}}, d_model=8, n_heads=2)
     assert module.acts_on == spec.acts_on
     # Its base class is its place of action: the analyses' kernel() and workload() come from it.
     assert place_of_action(module).acts_on == spec.acts_on
@@ -286,7 +294,68 @@ def test_builtins_are_registered_and_unknown_names_are_errors():
     assert BUILTINS <= set(ENCODINGS)
     assert tuple(REGISTRY) == ENCODINGS
     with pytest.raises(ValueError, match="unknown encoding 'pe3'"):
-        build("pe3", EncodingParams(d_model=8))
+        build("pe3", d_model=8)
+
+
+def test_declared_capabilities_are_true_to_the_module(spec):
+    # What the analyses read off the spec, the module does: waves (a frequency table),
+    # RoPE's scaling hook (rescalable), a transform that turns coordinate pairs (planar).
+    module = build(spec.name, {"rope_partial": {"fraction": 0.5}}, d_model=8, n_heads=2)
+    positions = torch.arange(5)
+    assert spec.waves == (module.frequencies() is not None), spec.name
+    assert spec.waves == (module.angle_table(positions, torch.float64) is not None), spec.name
+    if spec.rescalable:
+        assert module.scaling is None and 0 < module.rotated_width <= module.params.head_dim
+        assert module.base == module.params.hyper.base
+    if spec.planar_rotation:  # T(1) e_j stays within the pair of e_j
+        basis = torch.eye(module.params.head_dim)[:, None, None, :]
+        one = torch.tensor([1])
+        moved = module.rotate(basis, basis, one, one)[0][:, 0, 0]
+        support = [set(row.nonzero().flatten().tolist()) | {j} for j, row in enumerate(moved)]
+        for pair in support:
+            assert len(pair) <= 2 and all(support[c] == pair for c in pair), spec.name
+    assert module.spec is REGISTRY[spec.name]  # build() says which entry it came from
+
+
+def test_hyper_parameters_are_read_from_the_encodings_own_block():
+    assert build("rope", d_model=8).base == RotaryParams().base  # left out: its default
+    config = {"rope": {"base": 500.0}, "xpos": {"base": 7.0}}
+    assert build("rope", config, d_model=8).base == 500.0
+    assert build("xpos", config, d_model=8).base == 7.0
+    assert build("rope_partial", config, d_model=8).base == RotaryParams().base
+    with pytest.raises(ValueError, match=r"unknown config key encoding\.rope\.bsae"):
+        build("rope", {"rope": {"bsae": 10}}, d_model=8)
+    with pytest.raises(ValueError, match=r"encoding\.alibi\.slope \(allowed here: none\)"):
+        build("alibi", {"alibi": {"slope": 1}}, d_model=8)
+    with pytest.raises(ValueError, match=r"config key encoding\.rope_base = 10000"):
+        build("rope", {"rope_base": 10000}, d_model=8)  # a flat block of old
+    # An analysis that sweeps a setting sets it where an encoding has one.
+    assert override(config, "rope", base=3.0)["rope"] == {"base": 3.0}
+    assert override(config, "alibi", base=3.0) == config
+
+
+def test_hyper_parameters_declare_the_config_schema(registered):
+    assert params_schema(T5Params)["properties"]["num_buckets"] == {
+        "type": "integer",
+        "minimum": 4,
+        "multipleOf": 2,
+        "default": 32,
+        "description": "buckets of relative distance (T5's 32)",
+    }
+    assert REGISTRY["fire"].metadata()["params"] == params_schema(FireParams)
+    assert REGISTRY["alibi"].metadata()["params"] is None
+
+    @dataclasses.dataclass(frozen=True)
+    class NoDefault:
+        width: int
+
+    @dataclasses.dataclass(frozen=True)
+    class NotAConfigType:
+        widths: tuple = (1, 2)
+
+    for params, field in ((NoDefault, "NoDefault.width"), (NotAConfigType, "widths")):
+        with pytest.raises(TypeError, match=field):
+            registered(dataclasses.replace(TOYS["toy_gaussian"], name="toy_p", params=params))
 
 
 @pytest.mark.parametrize("causal", [True, False])
@@ -323,7 +392,7 @@ def test_stack_gradients_match_naive_softmax(spec, causal, length):
     # encoding's own parameters: a learned table, a bias table) must be the naive softmax
     # attention's, for every encoding.
     d, heads = 16, 4
-    enc = random_module(spec.name, d_model=d, n_heads=heads, t5_max_distance=32)
+    enc = random_module(spec.name, {"t5_bias": {"max_distance": 32}}, d_model=d, n_heads=heads)
     stack = TransformerStack(ModelConfig(d_model=d, n_heads=heads, n_layers=1, causal=causal), enc)
     x, positions = torch.randn(2, length, d), torch.arange(length)
     weight = torch.randn(2, length, d)
@@ -362,6 +431,14 @@ def test_register_rejects_bad_specs():
         register(dataclasses.replace(good, acts_on="qk"))
     with pytest.raises(TypeError, match="EncodingSpec"):
         register(GaussianBias)
+    # Capabilities that contradict the place or each other.
+    with pytest.raises(ValueError, match="planar_rotation=True needs acts_on='qk'"):
+        register(dataclasses.replace(good, planar_rotation=True))
+    turn = TOYS["toy_first_pair"]
+    with pytest.raises(ValueError, match="rescalable=True needs"):
+        register(dataclasses.replace(turn, rescalable=True))  # no waves to stretch
+    with pytest.raises(ValueError, match="need rescalable=True"):
+        register(dataclasses.replace(turn, extensions=("pi",)))
     assert REGISTRY == before  # nothing half-registered
 
 
@@ -388,7 +465,7 @@ def test_sinusoidal_seed_snippet_values(table):
     if table == "library":
         pe = sinusoidal_table(positions, 64)
     else:
-        pe = REGISTRY["sinusoidal"].reference(build("sinusoidal", EncodingParams(64)), positions)
+        pe = REGISTRY["sinusoidal"].reference(build("sinusoidal", d_model=64), positions)
     cos = torch.nn.functional.cosine_similarity
     got = [round(cos(pe[10], pe[j], dim=0).item(), 3) for j in (11, 20, 60)]
     assert got == [0.966, 0.658, 0.49]
@@ -397,11 +474,11 @@ def test_sinusoidal_seed_snippet_values(table):
 @pytest.mark.parametrize("d", [3, 0, 63])
 def test_sinusoidal_odd_dimension_is_an_error(d):
     with pytest.raises(ValueError, match="even"):
-        build("sinusoidal", EncodingParams(d_model=d))
+        build("sinusoidal", d_model=d)
 
 
 def test_learned_table_lookup_and_out_of_range():
-    enc = build("learned", EncodingParams(d_model=8, max_len=10))
+    enc = build("learned", d_model=8, max_len=10)
     pos = torch.tensor([0, 3, 9])
     torch.testing.assert_close(enc.input_encoding(pos), enc.table.weight[[0, 3, 9]])
     with pytest.raises(PositionOutOfRange, match="10 rows"):
@@ -463,8 +540,7 @@ def test_rope_scores_depend_on_offset_only():
 def test_rope_angles_stay_float32_for_bfloat16_models():
     # A bf16 model must not build positions in bf16: 1001 is not representable there (it
     # rounds to 1000), which the aliasing analysis shows; the registry computes angles wide.
-    params = EncodingParams(d_model=8, n_heads=1)
-    enc = build("rope", params)
+    enc = build("rope", d_model=8, n_heads=1)
     q = torch.ones(1, 1, 1, 8, dtype=torch.bfloat16)
     rotated, _ = enc.rotate(q, q, torch.tensor([1001]), torch.tensor([1001]))
     reference = naive_rope(q.double(), torch.tensor([1001]), 10000.0)
@@ -492,7 +568,7 @@ def test_alibi_slopes_follow_the_paper(heads):
 def test_alibi_slopes_for_eight_heads():
     # The paper's example: 1/2, 1/4, ..., 1/256; the registry's reference says so too.
     assert alibi_slopes(8).tolist() == [2.0**-k for k in range(1, 9)]
-    enc = build("alibi", EncodingParams(d_model=16, n_heads=8))
+    enc = build("alibi", d_model=16, n_heads=8)
     bias = REGISTRY["alibi"].reference(enc, torch.tensor([1]), torch.tensor([0]), True)
     assert bias.flatten().tolist() == [-(2.0**-k) for k in range(1, 9)]
 
@@ -521,8 +597,9 @@ def test_t5_buckets_match_reference(bidirectional, num_buckets, max_distance):
 
 
 def test_t5_bucket_cache_is_keyed_on_positions():
-    params = EncodingParams(d_model=8, n_heads=2, t5_num_buckets=8, t5_max_distance=16)
-    enc = build("t5_bias", params)
+    enc = build(
+        "t5_bias", {"t5_bias": {"num_buckets": 8, "max_distance": 16}}, d_model=8, n_heads=2
+    )
     torch.nn.init.normal_(enc.bias.weight)
 
     def uncached(q_pos, k_pos, causal):
@@ -576,7 +653,7 @@ def test_relative_flag_is_true_to_the_stack(spec, causal):
     # position leaves a stack's output as it is; an absolute encoding's output moves. FIRE's
     # threshold is set low so that its queries pass it (below it, it is relative too).
     d, heads = 16, 4
-    enc = random_module(spec.name, d_model=d, n_heads=heads, fire_threshold=4.0)
+    enc = random_module(spec.name, {"fire": {"threshold": 4.0}}, d_model=d, n_heads=heads)
     stack = TransformerStack(ModelConfig(d_model=d, n_heads=heads, n_layers=2, causal=causal), enc)
     x, positions = torch.randn(2, 9, d), torch.arange(9)
     with torch.no_grad():
@@ -593,7 +670,7 @@ def test_relative_flag_is_true_to_the_stack(spec, causal):
 
 
 def test_kerple_is_the_log_kernel_with_positive_parameters():
-    enc = build("kerple", EncodingParams(d_model=8, n_heads=2))
+    enc = build("kerple", d_model=8, n_heads=2)
     with torch.no_grad():  # r1 = (1.5, 0.25), r2 = (0.5, 2): raw = log(e^r - 1)
         enc.r1_raw.copy_(torch.tensor([1.5, 0.25]).expm1().log())
         enc.r2_raw.copy_(torch.tensor([0.5, 2.0]).expm1().log())
@@ -614,7 +691,7 @@ def test_kerple_is_the_log_kernel_with_positive_parameters():
 def test_kerple_starts_as_chi_et_al_code():
     # r1 ~ U(0, 2), r2 ~ U(0, 1) per head, each at least 1e-2.
     torch.manual_seed(0)
-    enc = build("kerple", EncodingParams(d_model=4000, n_heads=2000))
+    enc = build("kerple", d_model=4000, n_heads=2000)
     r1 = torch.nn.functional.softplus(enc.r1_raw.detach())
     r2 = torch.nn.functional.softplus(enc.r2_raw.detach())
     assert r1.shape == r2.shape == (2000,)
@@ -623,20 +700,22 @@ def test_kerple_starts_as_chi_et_al_code():
 
 
 def test_fire_starts_as_li_et_al_code():
-    enc = build("fire", EncodingParams(d_model=12, n_heads=3, fire_threshold=64.0))
+    enc = build("fire", {"fire": {"threshold": 64.0}}, d_model=12, n_heads=3)
     assert enc.c.item() == pytest.approx(0.1)
     assert enc.threshold().item() == 64.0
     assert enc.hidden.weight.shape == (32, 1) and enc.out.weight.shape == (3, 32)
-    assert build("fire", EncodingParams(d_model=12, n_heads=3)).threshold().item() == 512.0
+    # Left out of the config, the threshold is the one FIRE declares.
+    default = build("fire", d_model=12, n_heads=3).threshold().item()
+    assert default == FireParams().threshold
     with pytest.raises(ValueError, match="positive MLP width"):
-        build("fire", EncodingParams(d_model=12, n_heads=3, fire_mlp_width=0))
+        build("fire", {"fire": {"mlp_width": 0}}, d_model=12, n_heads=3)
 
 
 def test_fire_interpolates_past_its_threshold():
     # Below L the normaliser is psi(L): the bias depends on i - j alone. Past it, every
     # query's first key maps to psi(i) / psi(i) = 1 and its own position to 0, whatever i:
     # distances are squeezed into [0, 1] however long the sequence (progressive interpolation).
-    enc = random_module("fire", d_model=8, n_heads=2, fire_threshold=16.0)
+    enc = random_module("fire", {"fire": {"threshold": 16.0}}, d_model=8, n_heads=2)
     with torch.no_grad():
         enc.threshold_scale.fill_(1.0)
         enc.c.fill_(0.1)
@@ -681,8 +760,9 @@ def test_xpos_scores_are_rope_scores_decayed_per_pair(interleaved):
     # Sun et al.: <q_n, k_m> carries zeta_i^((n - m)/gamma) on pair i, zeta_i = (2i/d + 0.4)/1.4,
     # and is RoPE's pair score otherwise; written out here from RoPE's own rotation per pair.
     d, gamma = 8, 512.0
-    params = EncodingParams(d_model=d, rope_interleaved=interleaved, angle_dtype=torch.float64)
-    xpos, rope = build("xpos", params), build("rope", params)
+    config = encoding_block(interleaved=interleaved)
+    xpos = build("xpos", config, d_model=d, angle_dtype=torch.float64)
+    rope = build("rope", config, d_model=d, angle_dtype=torch.float64)
     q, k = torch.randn(3, 5, d), torch.randn(3, 6, d)
     q_pos, k_pos = torch.tensor([0, 3, 17, 600, 2000]), torch.tensor([1, 2, 64, 300, 1999, 2000])
     want = torch.zeros(3, 5, 6)
@@ -702,7 +782,7 @@ def test_xpos_scores_are_rope_scores_decayed_per_pair(interleaved):
 def test_xpos_scores_depend_on_the_offset_only(dtype, shifts):
     # Centred scales move with the positions, so a shift leaves them bit for bit as they were:
     # what changes is RoPE's rounding of the angles, about eps·(p + s) each.
-    enc = build("xpos", EncodingParams(d_model=16, angle_dtype=dtype))
+    enc = build("xpos", d_model=16, angle_dtype=dtype)
     q, k = torch.randn(2, 7, 16, dtype=dtype), torch.randn(2, 7, 16, dtype=dtype)
     positions = torch.tensor([0, 1, 5, 9, 30, 31, 63])
     base = _scores(enc, q, k, positions, positions)
@@ -727,14 +807,14 @@ def test_xpos_scales_are_centred_and_bounded():
     zeta = torch.tensor([(2 * i / 8 + 0.4) / 1.4 for i in range(4)])
     torch.testing.assert_close(up[0] * down[0], zeta ** ((10 - 30) / 512))
     # Up to the limit every scale is finite and nonzero in float32...
-    enc = build("xpos", EncodingParams(d_model=64))
+    enc = build("xpos", d_model=64)
     n = 36000
     x = torch.ones(1, 1, n, 64)
     rq, rk = enc.rotate(x, x, torch.arange(n), torch.arange(n))
     assert rq.isfinite().all() and rk.isfinite().all()
     assert (rq.abs().amax(-2) > 0).all() and (rk.abs().amax(-2) > 0).all()
     # ...past it a clear error rather than inf or 0, and earlier for float16 storage.
-    with pytest.raises(PositionOutOfRange, match="encoding.xpos_scale_base"):
+    with pytest.raises(PositionOutOfRange, match="encoding.xpos.scale_base"):
         enc.rotate(x[:, :, :1], x[:, :, :1], torch.tensor([0]), torch.tensor([40000]))
     half = torch.ones(1, 1, 2, 64, dtype=torch.float16)
     with pytest.raises(PositionOutOfRange, match="float16"):
@@ -744,8 +824,8 @@ def test_xpos_scales_are_centred_and_bounded():
 def test_xpos_is_rope_at_one_position_and_shares_its_waves():
     # One position: centred at itself, scale 1, the very rotation RoPE makes (the rotation
     # analysis reads the pairs there); frequencies and the cos/sin table are RoPE's.
-    params = EncodingParams(d_model=16, n_heads=2, angle_dtype=torch.float64)
-    xpos, rope = build("xpos", params), build("rope", params)
+    shape = dict(d_model=16, n_heads=2, angle_dtype=torch.float64)
+    xpos, rope = build("xpos", **shape), build("rope", **shape)
     q = torch.randn(1, 2, 1, 8)
     for p in (0, 1, 1000):
         pos = torch.tensor([p])
@@ -767,16 +847,10 @@ def test_rope_partial_is_rope_of_its_width_on_the_leading_dimensions(
 ):
     # GPT-NeoX: rotary_ndims = int(head_dim * rotary_pct) leading dimensions turn as a RoPE
     # head of that width would (frequencies base^(-2i/width)); the rest pass as they are.
-    params = EncodingParams(
-        d_model=2 * head_dim,
-        n_heads=2,
-        rope_partial_fraction=fraction,
-        rope_interleaved=interleaved,
-        angle_dtype=torch.float64,
-    )
-    enc = build("rope_partial", params)
+    config = encoding_block(interleaved=interleaved, fraction=fraction)
+    enc = build("rope_partial", config, d_model=2 * head_dim, n_heads=2, angle_dtype=torch.float64)
     assert enc.width == width
-    rope = build("rope", dataclasses.replace(params, d_model=2 * width))
+    rope = build("rope", config, d_model=2 * width, n_heads=2, angle_dtype=torch.float64)
     q, k = torch.randn(2, 2, 5, head_dim), torch.randn(2, 2, 4, head_dim)
     q_pos, k_pos = torch.tensor([0, 1, 7, 100, 4095]), torch.tensor([3, 64, 300, 9])
     got = enc.rotate(q, k, q_pos, k_pos)
@@ -797,14 +871,14 @@ def test_rope_partial_is_rope_of_its_width_on_the_leading_dimensions(
 def test_rope_partial_odd_or_zero_width_is_an_error_naming_the_key(head_dim, fraction):
     from posenc.encodings import rope_partial_check
 
-    params = EncodingParams(d_model=head_dim, rope_partial_fraction=fraction)
-    with pytest.raises(ValueError, match="encoding.rope_partial_fraction"):
-        build("rope_partial", params)
-    (problem,) = rope_partial_check(params)
-    assert problem.startswith(f"config key encoding.rope_partial_fraction = {fraction:g}")
+    config = {"rope_partial": {"fraction": fraction}}
+    with pytest.raises(ValueError, match="encoding.rope_partial.fraction"):
+        build("rope_partial", config, d_model=head_dim)
+    (problem,) = rope_partial_check(encoding_params("rope_partial", config, d_model=head_dim))
+    assert problem.startswith(f"config key encoding.rope_partial.fraction = {fraction:g}")
     assert "positive even number" in problem
     assert REGISTRY["rope_partial"].checks == (rope_partial_check,)
-    assert rope_partial_check(EncodingParams(d_model=64, rope_partial_fraction=fraction)) == []
+    assert rope_partial_check(encoding_params("rope_partial", config, d_model=64)) == []
 
 
 @pytest.mark.parametrize("name", ["xpos", "rope_partial"])
@@ -815,7 +889,7 @@ def test_xpos_and_rope_partial_quarter_in_a_stack_and_its_gradients(name, causal
     # spec's reference loop as the hook, and its gradients against the naive softmax's;
     # xPos the same way.
     d, heads = 32, 4
-    enc = random_module(name, d_model=d, n_heads=heads, rope_partial_fraction=0.25)
+    enc = random_module(name, {"rope_partial": {"fraction": 0.25}}, d_model=d, n_heads=heads)
     assert name != "rope_partial" or enc.width == 2
     cfg = ModelConfig(d_model=d, n_heads=heads, n_layers=2, causal=causal)
     stack = TransformerStack(cfg, enc)

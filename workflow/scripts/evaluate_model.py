@@ -52,7 +52,11 @@ def compute(
         )
         if "first_epoch" in meta:  # the model after one pass over its training text
             snapshot = build_model(
-                meta["vocab_size"], meta["model_config"], meta["encoding"], meta["encoding_params"]
+                meta["vocab_size"],
+                meta["model_config"],
+                meta["encoding"],
+                meta["encoding_config"],
+                max_len=meta["max_len"],
             )
             snapshot.load_state_dict(meta["first_epoch"]["model"])
             record["first_epoch_step"] = meta["first_epoch"]["step"]

@@ -13,7 +13,6 @@ import torch
 from posenc import plugins
 from posenc.data import VERBATIM, PasskeyTask, RandomizedPositions, lm_batches, load_corpus
 from posenc.device import device_name, resolve_device
-from posenc.encodings import EncodingParams
 from posenc.io import write_json
 from posenc.train import (
     RUN_RECORD,
@@ -91,11 +90,11 @@ def compute(
         raise ValueError(f"model {encoding}: its settings name no randomized_positions (L_rand)")
     if max_position:
         batches = RandomizedPositions(max_position).batches(batches)
-    known = set(EncodingParams.__dataclass_fields__) - {"d_model", "n_heads", "max_len"}
-    encoding_params = {k: v for k, v in settings["encoding"].items() if k in known}
-    encoding_params["max_len"] = max_position or train_len
+    # Its own block of the config's encoding: settings, the only one it reads.
+    encoding_cfg = {base: dict(settings["encoding"].get(base, {}))}
+    max_len = max_position or train_len
     torch.manual_seed(seed)  # the initial weights
-    model = build_model(vocab_size, settings["model"], base, encoding_params)
+    model = build_model(vocab_size, settings["model"], base, encoding_cfg, max_len=max_len)
     train_keys = set(TrainConfig.__dataclass_fields__)
     cfg = TrainConfig(**{k: v for k, v in settings["train"].items() if k in train_keys})
     label = f"{task}/{encoding}/seed{seed}"
@@ -127,7 +126,8 @@ def compute(
         "vocab_size": vocab_size,
         "train_len": train_len,
         "model_config": dict(settings["model"]),
-        "encoding_params": encoding_params,
+        "encoding_config": encoding_cfg,
+        "max_len": max_len,  # rows of a learned table
         "data": data,
     }
     snapshots = run_log.pop("snapshots")

@@ -1,0 +1,184 @@
+"""Where an encoding acts on a transformer, one base class per place:
+
+* ``none``  -- nowhere (NoPE): :class:`NoPE`;
+* ``input`` -- a vector added to the token embedding before the first block: :class:`InputEncoding`;
+* ``qk``    -- a transform of queries and keys inside every attention layer: :class:`QKEncoding`;
+* ``bias``  -- an additive bias on the attention scores of every layer: :class:`BiasEncoding`.
+
+Each class owns what the analyses ask of an encoding acting there (its similarity kernel, its
+timed workload, its cost), so no analysis branches on a class. A module is built from
+:class:`EncodingParams`: the model's shape, common to every encoding, and the encoding's own
+hyper-parameters (``hyper``), which its spec declares (:mod:`posenc.encodings.registry`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal
+
+import torch
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from posenc.encodings.registry import EncodingSpec
+
+ActsOn = Literal["none", "input", "qk", "bias"]
+
+
+@dataclass(frozen=True)
+class EncodingParams:
+    """What a module is built with: the shape every encoding shares, and its own
+    hyper-parameters (an instance of its spec's ``params`` dataclass; None for an encoding
+    that declares none). :func:`posenc.encodings.build` makes one from the config."""
+
+    d_model: int
+    n_heads: int = 1
+    max_len: int = 2048  # rows of a learned table (L_max)
+    angle_dtype: torch.dtype = torch.float32
+    hyper: Any = None
+
+    @property
+    def head_dim(self) -> int:
+        return self.d_model // self.n_heads
+
+
+class PositionalEncoding(nn.Module):
+    """Base: acts nowhere. Subclasses override the one hook where they act.
+
+    ``positions`` are 1-D tensors of (possibly non-integer) positions. Float positions let the
+    extrapolation analysis apply Position Interpolation without touching the model.
+
+    Besides the hooks, each place of action says what the analyses need of it, so that no
+    analysis branches on a name or on ``acts_on``: :meth:`kernel` (the positional similarity
+    K(p, q) that the similarity analysis plots) and :meth:`workload` (the work the complexity
+    analysis times). A subclass acting in a new way overrides them too.
+    """
+
+    acts_on: ActsOn = "none"
+    # Whether its own work grows as L² (a materialised (Lq, Lk) score bias) rather than L: the
+    # complexity analysis times such encodings only up to its ``bias_max_len``.
+    quadratic_cost: bool = False
+    # The registry entry it was built from (set by :func:`posenc.encodings.build`), so that
+    # whoever holds a model reads its encoding's capabilities from its spec.
+    spec: EncodingSpec | None = None
+
+    def __init__(self, params: EncodingParams):
+        super().__init__()
+        self.params = params
+
+    def input_encoding(self, positions: Tensor) -> Tensor | None:  # (L, d_model)
+        return None
+
+    def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor) -> tuple[Tensor, Tensor]:
+        return q, k
+
+    def score_bias(self, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Tensor | None:
+        return None  # else (H, Lq, Lk)
+
+    def kernel(self, positions: Tensor) -> Tensor:
+        """K(p, q) over ``positions``: how alike the encoding makes two positions. Shape (N, N).
+
+        Nowhere: every pair alike (ones)."""
+        n = positions.shape[0]
+        return torch.ones(n, n, dtype=torch.float64, device=positions.device)
+
+    def frequencies(self) -> Tensor | None:
+        """The angular frequencies omega_i of the waves this encoding writes a position p into
+        (angles p * omega_i), float64, shape (pairs,); None for an encoding without waves."""
+        return None
+
+    def pair_decay(self, distance: Tensor) -> Tensor | None:
+        """The factor each wave's term of a score carries at relative distance r = n - m of a
+        causal query n after its key m, beside its rotation (float64, shape (R, pairs) for
+        ``distance`` (R,)); None where the waves are not scaled (a pure rotation)."""
+        return None
+
+    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor | None:
+        """The table of sines and cosines of those angles for ``positions``, with positions and
+        angles computed in ``dtype`` (a model uses float32 or wider; the aliasing analysis asks
+        for low precision on purpose): the rows an input encoding adds, or the cos/sin a
+        rotation turns by. Shape (L, 2 * pairs); None for an encoding without waves."""
+        return None
+
+    def workload(self, positions: Tensor, batch: int, causal: bool) -> Callable[[], object] | None:
+        """A zero-argument call doing this encoding's own work for ``positions``; None when
+        there is none (NoPE)."""
+        return None
+
+
+class InputEncoding(PositionalEncoding):
+    """Adds a vector per position to the token embedding (:meth:`input_encoding`)."""
+
+    acts_on = "input"
+
+    def kernel(self, positions: Tensor) -> Tensor:
+        """Cosine similarity of the position vectors."""
+        table = self.input_encoding(positions).double()  # (N, D)
+        unit = table / table.norm(dim=-1, keepdim=True)
+        return unit @ unit.T
+
+    def workload(self, positions, batch, causal):
+        return lambda: self.input_encoding(positions)
+
+
+class QKEncoding(PositionalEncoding):
+    """Transforms queries and keys in every attention layer (:meth:`rotate`)."""
+
+    acts_on = "qk"
+
+    def kernel(self, positions: Tensor) -> Tensor:
+        """K(p, q) = tr(R_p^T R_q) / Dh: every basis vector e_j transformed at p and at q, as
+        the score of a query at p and a key at q averaged over the basis."""
+        dh, n = self.params.head_dim, positions.shape[0]
+        basis = torch.eye(dh, dtype=torch.float64, device=positions.device)[:, None, None, :]
+        basis = basis.expand(dh, 1, n, dh)  # (Dh, 1, N, Dh): e_j at every position
+        q, k = self.rotate(basis, basis, positions, positions)
+        return torch.einsum("jpd,jqd->pq", q[:, 0], k[:, 0]) / dh
+
+    def workload(self, positions, batch, causal):
+        p, length = self.params, positions.shape[0]
+        q, k = _random_qk((batch, p.n_heads, length, p.head_dim), positions.device)
+        return lambda: self.rotate(q, k, positions, positions)
+
+
+@functools.lru_cache(maxsize=1)
+def _random_qk(shape: tuple[int, ...], device: torch.device) -> tuple[Tensor, Tensor]:
+    """Seeded uniform queries and keys of ``shape`` (B, H, L, Dh) for :meth:`workload`. Kept
+    for the next call: every rotary encoding timed at one width and length rotates the same
+    ones, and drawing a GiB of them took longer than rotating it (the rotation's cost does not
+    depend on the values)."""
+    g = torch.Generator(device=device).manual_seed(0)
+    q = torch.empty(shape, device=device).uniform_(-1.0, 1.0, generator=g)
+    return q, torch.empty(shape, device=device).uniform_(-1.0, 1.0, generator=g)
+
+
+class BiasEncoding(PositionalEncoding):
+    """Adds a bias to the attention scores of every layer (:meth:`score_bias`)."""
+
+    acts_on = "bias"
+    quadratic_cost = True  # the (H, Lq, Lk) bias is materialised
+
+    def kernel(self, positions: Tensor) -> Tensor:
+        """exp(bias(p, q)) averaged over heads: the factor the bias puts on attention weights
+        (bidirectional, so both orders of a pair count)."""
+        return self.score_bias(positions, positions, causal=False).double().exp().mean(dim=0)
+
+    def workload(self, positions, batch, causal):
+        return lambda: self.score_bias(positions, positions, causal)
+
+
+class NoPE(PositionalEncoding):
+    """No positional information: every hook is neutral."""
+
+    acts_on = "none"
+
+
+# Each place of action's class: what the analyses ask of an encoding acting there.
+PLACES: dict[str, type[PositionalEncoding]] = {
+    "none": NoPE,
+    "input": InputEncoding,
+    "qk": QKEncoding,
+    "bias": BiasEncoding,
+}
