@@ -29,21 +29,23 @@ def merged(override: dict) -> dict:
     return update(copy.deepcopy(load("config.yaml")), override)
 
 
-# A plugin registering one encoding through the public API; {summary} varies its source.
+# A plugin registering one encoding, with a hyper-parameter of its own, through the public API;
+# {summary} varies its source.
 PLUGIN = textwrap.dedent(
     """\
-    import dataclasses
+    from dataclasses import dataclass
 
-    from posenc.encodings import EncodingSpec, Sinusoidal, register
-
-
-    class Base500(Sinusoidal):
-        def __init__(self, params):
-            super().__init__(dataclasses.replace(params, base=500.0))
+    from posenc.encodings import EncodingSpec, Sinusoidal, register, setting
 
 
-    register(EncodingSpec("plugin_sin500", "input", Base500, relative=False, learned=False,
-                          citation="a test's plugin", summary="{summary}"))
+    @dataclass(frozen=True)
+    class Base500:
+        base: float = setting(500.0, "the table's base", exclusiveMinimum=1)
+
+
+    register(EncodingSpec("plugin_sin500", "input", Sinusoidal, relative=False, learned=False,
+                          citation="a test's plugin", summary="{summary}", params=Base500,
+                          waves=True))
     """
 )
 
@@ -57,3 +59,12 @@ def encoding_block(**values) -> dict:
     for name in REGISTRY:
         block = override(block, name, **values)
     return block
+
+
+def encoding_meta(names=None) -> dict:
+    """``{name: EncodingSpec.metadata()}`` of the registry in this process (every encoding, or
+    ``names``): what the workflow reads through ``posenc.registry`` at parse time, and what
+    ``posenc.config.workflow_schema`` takes."""
+    from posenc.encodings import REGISTRY
+
+    return {n: REGISTRY[n].metadata() for n in (REGISTRY if names is None else names)}

@@ -1,25 +1,27 @@
 """A wrong config key or value stops the run before any job starts, naming the key.
 
 The schema is assembled as the Snakefile assembles it: ``config/schema.yaml`` (the shared keys
-and ``plugins``), one ``analyses/<id>/schema.yaml`` per analysis, and the encoding names from
-the registry (plugins' included); the analyses' specs bring their semantic checks."""
+and ``plugins``), one ``analyses/<id>/schema.yaml`` per analysis, and from the registry
+(plugins' included) the encoding names and each encoding's block of ``encoding:``, generated
+from the hyper-parameters it declares; the analyses' specs bring their semantic checks."""
 
 import functools
 
 import pytest
-from configs import PLUGIN, load, merged
+from configs import PLUGIN, encoding_meta, load, merged
 from workflow_utils import ROOT, copy_workflow, snakemake
 
 from posenc import registry
 from posenc.analysis import discover
 from posenc.config import ConfigError, validate_config, workflow_schema
-from posenc.encodings import ENCODINGS
+from posenc.encodings import ENCODINGS, REGISTRY
 
 ANALYSES = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
 
 
-def schema(encodings=ENCODINGS):
-    return workflow_schema(ROOT, ANALYSES, list(encodings))
+def schema(encodings=None):
+    """The workflow's schema, for the registry's metadata ``encodings`` (this process's)."""
+    return workflow_schema(ROOT, ANALYSES, encoding_meta() if encodings is None else encodings)
 
 
 @functools.cache
@@ -29,7 +31,7 @@ def checks():
     return tuple(check for spec in discover(ROOT).values() for check in spec.checks)
 
 
-def validate(config, encodings=ENCODINGS):
+def validate(config, encodings=None):
     return validate_config(config, schema(encodings), checks())
 
 
@@ -52,6 +54,19 @@ def test_schema_is_assembled_from_the_folders_and_the_registry():
     assert sections and set(sections) <= set(ANALYSES)
     assert assembled["x-encodings"] == list(ENCODINGS)
     assert not (ROOT / "config" / "schema" / "encoding_name.yaml").exists()
+    # Nor of their hyper-parameters: one block per encoding that declares any, generated.
+    blocks = assembled["properties"]["encoding"]["properties"]
+    assert blocks == {n: s.metadata()["params"] for n, s in REGISTRY.items() if s.params}
+    assert blocks["t5_bias"]["properties"]["max_distance"]["type"] == "integer"
+
+
+def test_the_default_config_states_the_declared_defaults():
+    # config.yaml's encoding: block shows the study's settings with why; they are the
+    # defaults each encoding declares beside its class, so the two cannot disagree.
+    stated = load("config.yaml")["encoding"]
+    assert set(stated) == {n for n, s in REGISTRY.items() if s.params}
+    for name, block in stated.items():
+        assert block == {k: REGISTRY[name].settings()[k] for k in block}, name
 
 
 def test_unknown_encoding_is_rejected_naming_the_key_and_the_known_names():
@@ -66,14 +81,18 @@ def test_a_name_registered_by_a_plugin_is_accepted(tmp_path):
     # The Snakefile's path: the plugin registers its encoding, the registry's metadata names
     # it, and the schema built from those names accepts it (and still rejects a typo of it).
     (tmp_path / "plugin.py").write_text(PLUGIN.format(summary="Sinusoidal, base 500."))
-    names = list(registry.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache"))
-    assert names[-1] == "plugin_sin500"
+    meta = registry.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache")
+    assert list(meta)[-1] == "plugin_sin500"
     config = merged({"plugins": ["plugin.py"], "encodings": [*ENCODINGS, "plugin_sin500"]})
-    validate(config, names)
+    validate(config, meta)
     with pytest.raises(ConfigError, match="config key encodings.* = 'plugin_sin500'"):
         validate(config)  # without the plugin's names: unknown
     with pytest.raises(ConfigError, match="'plugin_sin5'"):
-        validate(merged({"encodings": ["plugin_sin5"]}), names)
+        validate(merged({"encodings": ["plugin_sin5"]}), meta)
+    # Its hyper-parameter is a key of the encoding: block, typed and bounded as it declares.
+    validate(merged({**config, "encoding": {"plugin_sin500": {"base": 200.0}}}), meta)
+    with pytest.raises(ConfigError, match="encoding.plugin_sin500.base = 0.5"):
+        validate(merged({**config, "encoding": {"plugin_sin500": {"base": 0.5}}}), meta)
 
 
 def test_analysis_checks_run_after_the_schema():
@@ -99,9 +118,21 @@ BAD = [
     ({"seed": 1.5}, "seed", "not of type 'integer'"),
     ({"seed": -1}, "seed", "minimum"),
     ({"seed": "zero"}, "seed", "not of type"),
-    ({"encoding": {"base": 1}}, "encoding.base", "less than or equal to the minimum"),
-    ({"encoding": {"t5_num_buckets": 31}}, "encoding.t5_num_buckets", "multiple of 2"),
-    ({"encoding": {"rope_bsae": 10}}, "encoding.rope_bsae", "unknown config key"),
+    (
+        {"encoding": {"sinusoidal": {"base": 1}}},
+        "encoding.sinusoidal.base",
+        "less than or equal to the minimum",
+    ),
+    (
+        {"encoding": {"t5_bias": {"num_buckets": 31}}},
+        "encoding.t5_bias.num_buckets",
+        "multiple of 2",
+    ),
+    ({"encoding": {"rope": {"bsae": 10}}}, "encoding.rope.bsae", "unknown config key"),
+    ({"encoding": {"rope": {"interleaved": "no"}}}, "encoding.rope.interleaved", "'boolean'"),
+    ({"encoding": {"fire": {"mlp_width": 1.5}}}, "encoding.fire.mlp_width", "'integer'"),
+    ({"encoding": {"alibi": {"slope": 1}}}, "encoding.alibi", "unknown config key"),  # has none
+    ({"encoding": {"rope_base": 10}}, "encoding.rope_base", "unknown config key"),  # flat, of old
     ({"name": 3}, "name", "not of type 'string'"),
     ({"equivariance": {"d_model": 33}}, "equivariance.d_model", "33"),
     ({"equivariance": {"d_modle": 16}}, "equivariance.d_modle", "unknown config key"),
@@ -131,12 +162,16 @@ BAD = [
         "extrapolation.thresholds.flat_margin_bits",
         "'small'",
     ),
-    ({"extrapolation": {"lm": {"seq_len": 64}}}, "extrapolation.lm.seq_len", "t5_max_distance"),
+    (
+        {"extrapolation": {"lm": {"seq_len": 64}}},
+        "extrapolation.lm.seq_len",
+        "t5_bias.max_distance",
+    ),
     # Press et al.'s protocol for T5's bias: L_train >= 4x its maximum distance, not merely >=.
     (
-        {"encoding": {"t5_max_distance": 64}},
+        {"encoding": {"t5_bias": {"max_distance": 64}}},
         "extrapolation.lm.seq_len",
-        "below 4 x encoding.t5_max_distance = 256",
+        "below 4 x encoding.t5_bias.max_distance = 256",
     ),
     ({"extrapolation": {"model": {"d_model": 62}}}, "extrapolation.model.d_model", "62"),
     (
@@ -205,10 +240,10 @@ def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
     with pytest.raises(ConfigError) as err:
         validate_config(config, schema(), with_encoding_checks(tmp_path))
     message = str(err.value)
-    assert "config key encoding.rope_partial_fraction = 0.25: rotates int(0.25 x 4) = 1" in message
+    assert "config key encoding.rope_partial.fraction = 0.25: rotates int(0.25 x 4) = 1" in message
     assert "(rope_partial at complexity.d_models.0 = 8, complexity.head_dim = 4;" in message
-    assert message.count("rope_partial_fraction") == 1  # one line for every width it fails at
-    config["encoding"]["rope_partial_fraction"] = 0.5  # two of four: even at every width
+    assert message.count("rope_partial.fraction") == 1  # one line for every width it fails at
+    config["encoding"]["rope_partial"]["fraction"] = 0.5  # two of four: even at every width
     validate_config(config, schema(), with_encoding_checks(tmp_path))
     # The default study's heads (16 wide and up) take the quarter.
     validate_config(
@@ -232,23 +267,24 @@ def test_encoding_checks_start_no_subprocess_unless_asked_and_are_cached(tmp_pat
         merged({"encodings": ["none", "rope", "alibi"]}), schema(), with_encoding_checks(cache)
     )
     monkeypatch.setattr(registry.subprocess, "run", real_run)
-    bad = merged({"encodings": ["rope_partial"], "encoding": {"rope_partial_fraction": 0.1}})
-    with pytest.raises(ConfigError, match="rope_partial_fraction = 0.1"):
+    bad = merged({"encodings": ["rope_partial"], "encoding": {"rope_partial": {"fraction": 0.1}}})
+    with pytest.raises(ConfigError, match="rope_partial.fraction = 0.1"):
         validate_config(bad, schema(), with_encoding_checks(cache))
     # The same question again is read back; another fraction is a new one.
     monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
-    with pytest.raises(ConfigError, match="rope_partial_fraction = 0.1"):
+    with pytest.raises(ConfigError, match="rope_partial.fraction = 0.1"):
         validate_config(bad, schema(), with_encoding_checks(cache))
-    bad["encoding"]["rope_partial_fraction"] = 0.3
+    bad["encoding"]["rope_partial"]["fraction"] = 0.3
     with pytest.raises(AssertionError, match="a subprocess started"):
         validate_config(bad, schema(), with_encoding_checks(cache))
 
 
 def test_run_checks_reports_each_problem_once_per_encoding():
     where = {"a": (16, 4), "b": (32, 8), "c": (64, 4)}  # heads of 4, 4 and 16
-    problems = registry.run_checks(["rope", "rope_partial"], {"rope_partial_fraction": 0.25}, where)
+    config = {"rope_partial": {"fraction": 0.25}}
+    problems = registry.run_checks(["rope", "rope_partial"], config, where)
     assert problems == [
-        "config key encoding.rope_partial_fraction = 0.25: rotates int(0.25 x 4) = 1 of a "
+        "config key encoding.rope_partial.fraction = 0.25: rotates int(0.25 x 4) = 1 of a "
         "head's 4 dimensions, which must be a positive even number (RoPE turns pairs) "
         "(rope_partial at a; b)"
     ]
@@ -257,12 +293,12 @@ def test_run_checks_reports_each_problem_once_per_encoding():
 def test_an_encodings_check_stops_snakemake_before_any_job(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     (work / "bad.yaml").write_text(
-        "encodings: [rope_partial]\nencoding: {rope_partial_fraction: 0.1}\n"
+        "encodings: [rope_partial]\nencoding: {rope_partial: {fraction: 0.1}}\n"
     )
     proc = snakemake(work, "--cores", "1", "--configfile", "bad.yaml", check=False)
     assert proc.returncode != 0
     assert (
-        "config key encoding.rope_partial_fraction = 0.1: rotates int(0.1 x 16) = 1" in proc.stdout
+        "config key encoding.rope_partial.fraction = 0.1: rotates int(0.1 x 16) = 1" in proc.stdout
     )
     assert "Building DAG" not in proc.stdout
     assert not (work / "results").exists()

@@ -7,13 +7,12 @@ import hashlib
 import numpy as np
 import pytest
 import torch
-from configs import load, merged
+from configs import encoding_meta, load, merged
 from workflow_utils import ROOT
 
 from posenc import corpora, data
 from posenc.analysis import discover
 from posenc.config import ConfigError, validate_config, workflow_schema
-from posenc.encodings import ENCODINGS
 
 
 @pytest.fixture(scope="module")
@@ -148,7 +147,7 @@ def test_evaluation_refuses_another_library(stdlib, corpus):
 def validate(config):
     analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
     checks = [check for spec in discover(ROOT).values() for check in spec.checks]
-    validate_config(config, workflow_schema(ROOT, analyses, list(ENCODINGS)), checks)
+    validate_config(config, workflow_schema(ROOT, analyses, encoding_meta()), checks)
 
 
 def test_the_config_accepts_the_library_and_a_file_but_no_missing_file(tmp_path):

@@ -22,6 +22,7 @@ from analyses.extension import compute, stages
 from analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
 from posenc.claims import evaluate, interval, section_thresholds
 from posenc.data import lm_batches, load_corpus
+from posenc.encodings import REGISTRY
 from posenc.rope_scaling import scaled_rope
 from posenc.train import TrainConfig, build_model, train
 
@@ -33,7 +34,7 @@ TEXT = "".join(random.Random(0).choices("abcdefghijklmnopq", k=6000))
 
 def tiny(encoding="rope", seed=0):
     torch.manual_seed(seed)
-    return build_model(32, {"d_model": 16, "n_heads": 2, "n_layers": 1}, encoding, {"max_len": 64})
+    return build_model(32, {"d_model": 16, "n_heads": 2, "n_layers": 1}, encoding, max_len=64)
 
 
 def test_plain_frequencies_through_the_hook_change_nothing_and_the_factor_scales_scores():
@@ -58,7 +59,7 @@ def test_plain_frequencies_through_the_hook_change_nothing_and_the_factor_scales
     q1, k1 = rotary.rotate(q, k, positions, positions)
     rotary.scaling = None
     torch.testing.assert_close(q1 @ k1.transpose(-1, -2), 2.25 * (q0 @ k0.transpose(-1, -2)))
-    with pytest.raises(ValueError, match="not RoPE-family"):
+    with pytest.raises(ValueError, match="alibi does not declare rescalable frequencies"):
         stages.rotary(tiny("alibi"))
 
 
@@ -89,7 +90,7 @@ FINETUNE = {
 def run_finetune(tmp_path, resume=None, delay=0.0):
     meta, vocab = corpus_meta(tmp_path)
     torch.manual_seed(0)
-    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope")
     if delay:  # slow every batch down, so that a kill lands mid-run
         original = stages.lm_batches
 
@@ -154,7 +155,7 @@ def test_the_control_is_plain_rope_trained_on_at_l_train(tmp_path):
     settings = dict(FINETUNE, method=method, scale=scale, params=CFG["params"].get(method, {}))
     assert settings["params"] == {}
     torch.manual_seed(0)
-    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope")
     reference = copy.deepcopy(model)
     assert stages.method_rope(model, method, scale, 16, {}, 16) is None
     torch.set_num_threads(1)
@@ -178,7 +179,7 @@ def test_the_control_is_plain_rope_trained_on_at_l_train(tmp_path):
             assert torch.equal(snapshots[step][name], value), (step, name)
     # ... and the check can fail: the same recipe with PI at s = 2 trains another model.
     torch.manual_seed(0)
-    other = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope", {})
+    other = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 1}, "rope")
     stretched, _ = stages.finetune(
         other, meta, dict(FINETUNE, method="pi", params={}), seed=0, label="pi", **quiet
     )
@@ -460,25 +461,12 @@ def test_bad_extension_config_names_the_key(edit, message):
 
 
 def test_a_scale_below_one_and_an_unknown_parameter_are_schema_errors():
+    from configs import encoding_meta
+
     from posenc.config import ConfigError, validate_config, workflow_schema
 
     analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
-    schema = workflow_schema(
-        ROOT,
-        analyses,
-        [
-            "none",
-            "rope",
-            "alibi",
-            "learned",
-            "sinusoidal",
-            "t5_bias",
-            "xpos",
-            "rope_partial",
-            "kerple",
-            "fire",
-        ],
-    )
+    schema = workflow_schema(ROOT, analyses, encoding_meta())
     config = default_config()
     config["extension"]["finetune"]["scales"] = [0]
     with pytest.raises(ConfigError, match=r"extension\.finetune\.scales\.0 = 0"):
@@ -489,16 +477,24 @@ def test_a_scale_below_one_and_an_unknown_parameter_are_schema_errors():
         validate_config(config, schema)
 
 
-def test_a_method_for_an_encoding_that_is_not_rope_family_is_an_error():
+def test_a_method_for_an_encoding_that_is_not_rescalable_is_an_error():
     config = default_config()
     config["extension"]["encodings"] = ["rope", "alibi"]
-    meta = {"rope": {"rotary": True}, "xpos": {"rotary": True}, "alibi": {"rotary": False}}
+    meta = {
+        "rope": {"rescalable": True},
+        "xpos": {"rescalable": True},
+        "alibi": {"rescalable": False},
+    }
     (problem,) = check_registry(config, meta)
-    assert "extension.encodings" in problem and "alibi is not RoPE-family" in problem
+    assert "extension.encodings" in problem
+    assert "alibi declares no rescalable frequencies (rope, xpos do)" in problem
+    # The workflow's metadata (read without torch) says what the registry declares.
     from posenc.registry import metadata
 
     real = metadata([], ROOT)
-    assert [e for e, m in real.items() if m["rotary"]] == ["rope", "xpos", "rope_partial"]
+    declared = [e for e, s in REGISTRY.items() if s.rescalable]
+    assert declared and [e for e, m in real.items() if m["rescalable"]] == declared
+    assert check_registry({"extension": {**config["extension"], "encodings": declared}}, real) == []
 
 
 def test_changing_evaluation_never_fine_tunes_again(tmp_path):

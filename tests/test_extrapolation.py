@@ -728,12 +728,14 @@ def default_config():
     ],
 )
 def test_bad_extrapolation_config_names_the_key(edit, message):
+    from configs import encoding_meta
+
     from posenc.config import ConfigError, validate_config, workflow_schema
 
     config = default_config()
     edit(config["extrapolation"])
     analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
-    schema = workflow_schema(ROOT, analyses, list(REGISTRY))
+    schema = workflow_schema(ROOT, analyses, encoding_meta())
     with pytest.raises(ConfigError, match=re.escape(message)):
         validate_config(config, schema, SPEC.checks)
 

@@ -189,12 +189,14 @@ def test_l_rand_below_the_longest_evaluation_length_is_an_error():
 
 
 def test_an_unknown_randomized_encoding_is_a_schema_error():
+    from configs import encoding_meta
+
     from posenc.config import ConfigError, validate_config, workflow_schema
 
     config = default_config()
     config["extrapolation"]["randomized_positions"]["encodings"]["passkey"] = ["ropee"]
     analyses = sorted(p.parent.name for p in ROOT.glob("analyses/*/schema.yaml"))
-    schema = workflow_schema(ROOT, analyses, ["rope", "alibi", "none"])
+    schema = workflow_schema(ROOT, analyses, encoding_meta(["rope", "alibi", "none"]))
     with pytest.raises(ConfigError, match=r"randomized_positions\.encodings\.passkey\.0"):
         validate_config(config, schema)
 

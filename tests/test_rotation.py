@@ -13,7 +13,7 @@ import yaml
 
 from analyses.rotation import present
 from analyses.rotation.compute import compute
-from analyses.rotation.encodings import params, select
+from analyses.rotation.encodings import groups
 from analyses.rotation.hand_trace import hand_trace
 from analyses.rotation.scores import qk_scores, score_shifts
 from analyses.rotation.spec import SPEC, check_hand_trace, check_linear_map
@@ -28,11 +28,13 @@ from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
     REGISTRY,
+    EncodingParams,
     EncodingSpec,
     InputEncoding,
     QKEncoding,
     apply_rope,
     build,
+    override,
     rope_cos_sin,
     sinusoidal_table,
 )
@@ -50,29 +52,29 @@ positions_per_octave: 2
 offsets: [1, 5]
 hand_trace: {d: 4, base: 10000, n_positions: 4, from_position: 1, offset: 1, decimals: 3,
              article_target: [0.909, -0.416, 0.020, 1.000], article_cos_sin: [0.540, 0.841]}
-rope: {head_dim: 8, n_vectors: 3, n_pairs: 3, window: 8, max_log2_shift: 10,
-       naive_dtypes: [bfloat16]}
+qk: {head_dim: 8, n_vectors: 3, n_pairs: 3, window: 8, max_log2_shift: 10,
+     naive_dtypes: [bfloat16]}
 linear_map: {offsets: [1, 3], n_train: 32, n_test: 16, train_span: 1.0, short_span: 0.0625,
              learned_len: 128}
 thresholds: {identity_ulps: 4, rope_ulps: 8, rope_angle_ulps: 1.0, linear_map_ulps: 4,
              max_over_bound: 1.0}
 """
 )
-ENCODING = {"base": 10000, "rope_base": 10000, "t5_num_buckets": 32, "t5_max_distance": 128}
+ENCODING = {"sinusoidal": {"base": 10000}, "rope": {"base": 10000}}
 BUILT_IN = list(REGISTRY)  # before any test registers more
 IDS = {c.id for c in SPEC.claims}
 
 
-def probe(d: int = 8) -> object:
-    return params(ENCODING, d_model=d, n_heads=1)
-
-
 def fixed_tables() -> list[str]:
-    return select(BUILT_IN, probe(), InputEncoding, learned=False)
+    return groups(BUILT_IN)["fixed_tables"]
+
+
+def learned_tables() -> list[str]:
+    return groups(BUILT_IN)["learned_tables"]
 
 
 def relative_qk() -> list[str]:
-    return [e for e in select(BUILT_IN, probe(), QKEncoding) if REGISTRY[e].relative]
+    return groups(BUILT_IN)["relative_qk"]
 
 
 def ctx(cfg=None, encodings=None) -> Context:
@@ -118,8 +120,8 @@ class _SuRotary(QKEncoding):
 
     def rotate(self, q, k, q_pos, k_pos):
         p = self.params
-        cq, sq = rope_cos_sin(q_pos, p.head_dim, p.rope_base, p.angle_dtype)
-        ck, sk = rope_cos_sin(k_pos, p.head_dim, p.rope_base, p.angle_dtype)
+        cq, sq = rope_cos_sin(q_pos, p.head_dim, 10000.0, p.angle_dtype)
+        ck, sk = rope_cos_sin(k_pos, p.head_dim, 10000.0, p.angle_dtype)
         return apply_rope(q, cq, sq), apply_rope(k, ck, sk)
 
 
@@ -141,9 +143,9 @@ class _HalfSplitRotary(QKEncoding):
 
 
 @pytest.fixture
-def outsiders(monkeypatch):
+def outsiders(registered):
     """Two encodings registered from outside, for this test only."""
-    specs = [
+    return registered(
         EncodingSpec(
             "outside_table",
             "input",
@@ -152,6 +154,7 @@ def outsiders(monkeypatch):
             learned=False,
             citation="a test",
             summary="Sinusoidal, base 500.",
+            waves=True,
         ),
         EncodingSpec(
             "outside_rotary",
@@ -161,33 +164,35 @@ def outsiders(monkeypatch):
             learned=False,
             citation="a test",
             summary="RoPE, base 500, half split.",
+            planar_rotation=True,
         ),
-    ]
-    for s in specs:
-        monkeypatch.setitem(REGISTRY, s.name, s)
-    return [s.name for s in specs]
+    )
 
 
 def test_the_registry_has_what_the_analysis_measures():
-    assert fixed_tables() and relative_qk()
-    assert select(BUILT_IN, probe(), InputEncoding, learned=True)
+    assert fixed_tables() and relative_qk() and learned_tables()
+    # Every other built-in is n/a here, with its reason.
+    assert set(groups(BUILT_IN)["not_measured"]) == {
+        e for e in BUILT_IN if e not in {*fixed_tables(), *learned_tables(), *relative_qk()}
+    }
 
 
 @pytest.mark.parametrize("encoding", fixed_tables())
 def test_rotation_read_off_the_row_is_the_direct_rotation(encoding):
     """R_i(k) from the table's row PE(k) equals cos/sin of k·ω_i evaluated directly, bit for
     bit, and the table is Vaswani et al.'s formula."""
-    table = build(encoding, params(ENCODING, d_model=8, angle_dtype=torch.float64))
+    table = build(encoding, ENCODING, d_model=8, angle_dtype=torch.float64)
     k = torch.tensor([0, 1, 7, 4000])
     got = blocks_from_row(table.input_encoding(k))
-    assert torch.equal(got, rotation_blocks(k, 8, table.params.base, torch.float64))
+    base = table.params.hyper.base
+    assert torch.equal(got, rotation_blocks(k, 8, base, torch.float64))
     for p in (0, 3, 1000):
-        want = naive_pe(p, 8, table.params.base)
+        want = naive_pe(p, 8, base)
         assert table.input_encoding(torch.tensor([p]))[0].tolist() == pytest.approx(want, abs=1e-12)
 
 
 def _make(encoding, d):
-    return lambda a: build(encoding, params(ENCODING, d_model=d, angle_dtype=a))
+    return lambda a: build(encoding, ENCODING, d_model=d, angle_dtype=a)
 
 
 def test_identity_holds_in_float64_within_the_bound():
@@ -208,11 +213,11 @@ def test_identity_holds_in_float64_within_the_bound():
 
 def test_identity_fails_for_a_table_that_is_not_a_rotation():
     """A learned table has no R(k): the check must see it, not pass by construction."""
-    learned = select(BUILT_IN, probe(), InputEncoding, learned=True)[0]
+    learned = learned_tables()[0]
 
     def make(a):
         torch.manual_seed(0)
-        return build(learned, params(ENCODING, d_model=8, max_len=64, angle_dtype=a))
+        return build(learned, ENCODING, d_model=8, max_len=64, angle_dtype=a)
 
     rows = identity_errors(
         learned, make, 8, 10000.0, torch.float64, torch.tensor([2, 5]), torch.tensor([1]), 4
@@ -258,7 +263,7 @@ def test_qk_scores_match_a_naive_loop(x_dtype):
     k = torch.randn(2, 6, generator=g, dtype=torch.float64)
     pq, pk = torch.tensor([0, 5, 77]), torch.tensor([3, 5, 1000])
     a = torch.promote_types(x_dtype, torch.float32)
-    module = _SuRotary(params(ENCODING, d_model=6, n_heads=1, angle_dtype=a))
+    module = _SuRotary(EncodingParams(d_model=6, angle_dtype=a))
     got = qk_scores(module, q, k, pq, pk, x_dtype)
     assert got.shape == (2, 3)
     for i, j in itertools.product(range(2), range(3)):
@@ -272,7 +277,7 @@ def test_relative_qk_scores_ignore_a_common_shift(encoding):
     g = torch.Generator().manual_seed(1)
     q = torch.randn(3, 8, generator=g, dtype=torch.float64)
     k = torch.randn(3, 8, generator=g, dtype=torch.float64)
-    module = build(encoding, params(ENCODING, d_model=8, n_heads=1, angle_dtype=torch.float64))
+    module = build(encoding, ENCODING, d_model=8, angle_dtype=torch.float64)
     pq, pk = torch.tensor([0, 4, 9]), torch.tensor([6, 1, 9])
     ref = qk_scores(module, q, k, pq, pk, torch.float64)
     moved = qk_scores(module, q, k, pq + 37, pk + 37, torch.float64)
@@ -284,9 +289,9 @@ def test_resolution_span_is_two_pi_over_the_smallest_gap():
     for d, base in ((4, 10000.0), (16, 10000.0), (128, 500000.0)):
         omega = [base ** (-2 * i / d) for i in range(d // 2)]
         gaps = [a - b for a, b in itertools.pairwise(omega)] + [omega[-1]]
-        table = build(
-            fixed_tables()[0], params(ENCODING, d_model=d, base=base, angle_dtype=torch.float64)
-        )
+        table = fixed_tables()[0]
+        config = override(ENCODING, table, base=base)
+        table = build(table, config, d_model=d, angle_dtype=torch.float64)
         read = table_frequencies(lambda p, t=table: t.input_encoding(p))
         assert read.tolist() == pytest.approx(omega, rel=1e-12)
         assert resolution_span(read) == pytest.approx(2 * math.pi / min(gaps), rel=1e-12)
@@ -295,7 +300,7 @@ def test_resolution_span_is_two_pi_over_the_smallest_gap():
 def test_linear_map_is_exact_when_resolved_and_not_for_a_learned_table():
     g = torch.Generator().manual_seed(0)
     fixed = fixed_tables()
-    learned = select(BUILT_IN, probe(), InputEncoding, learned=True)
+    learned = learned_tables()
     rows = linear_offset_maps(
         TINY["linear_map"], fixed, learned, ENCODING, [8], [10000.0], 4, g, CPU
     )
@@ -362,7 +367,7 @@ def test_a_looser_storage_term_hides_the_naive_angles():
 
 
 def _shift_rows(encoding, angle_ulps=1.0, **rope):
-    cfg = {**TINY["rope"], **rope}
+    cfg = {**TINY["qk"], **rope}
     g = torch.Generator().manual_seed(3)
     return score_shifts(cfg, [encoding], ENCODING, ["float32", "bfloat16"], 8, angle_ulps, g, CPU)
 
@@ -410,7 +415,7 @@ def test_rotation_pairs_read_the_layout_and_frequencies(outsiders):
     """Interleaved pairs (2i, 2i+1) for the registry's rotary encoding, half-split pairs
     (i, i + d/2) for the one from outside, each with ω_i = base^(−2i/d)."""
     for encoding, base, half in ((relative_qk()[0], 10000.0, False), (outsiders[1], 500.0, True)):
-        module = build(encoding, params(ENCODING, d_model=8, n_heads=1, angle_dtype=torch.float64))
+        module = build(encoding, ENCODING, d_model=8, angle_dtype=torch.float64)
         pairs, omega = rotation_pairs(module, 8, CPU)
         want = [[i, i + 4] for i in range(4)] if half else [[2 * i, 2 * i + 1] for i in range(4)]
         assert pairs.tolist() == want
@@ -427,7 +432,27 @@ class _Mixing(QKEncoding):
 
 def test_rotation_pairs_refuse_a_transform_that_is_not_one():
     with pytest.raises(ValueError, match="does not rotate coordinates in pairs"):
-        rotation_pairs(_Mixing(params(ENCODING, d_model=4, n_heads=1)), 4, CPU)
+        rotation_pairs(_Mixing(EncodingParams(d_model=4)), 4, CPU)
+
+
+def test_a_transform_that_is_not_planar_rotations_is_na_with_its_reason(registered):
+    """Declared without planar_rotation, a query/key transform is not measured (and does not
+    stop the analysis): the section says why."""
+    (mixing,) = registered(
+        EncodingSpec(
+            "outside_mixing",
+            "qk",
+            _Mixing,
+            relative=True,
+            learned=False,
+            citation="a test",
+            summary="Every coordinate mixed.",
+        )
+    )
+    m = compute(ctx(encodings=[*BUILT_IN, mixing]))
+    assert mixing not in {r["encoding"] for r in m.rows["score_shift"]}
+    assert "not made of planar rotations" in m.summary["not_measured"][mixing]
+    assert m.summary["qk"] == relative_qk()  # the registry's own are measured as before
 
 
 @pytest.mark.parametrize(

@@ -212,12 +212,11 @@ def _lucidrains_fixed_ntk(head_dim, base, factor):
 
 def _ours_rope(interleaved: bool) -> Callable[[int, float, int], Rope]:
     def make(head_dim: int, base: float, max_len: int) -> Rope:
-        from posenc.encodings import EncodingParams, Rotary
+        from posenc.encodings import build
 
-        params = EncodingParams(
-            d_model=head_dim, n_heads=1, rope_base=base, rope_interleaved=interleaved
-        )
-        module = Rotary(params)
+        # The registry's RoPE itself: what these libraries are held against.
+        config = {"rope": {"base": base, "interleaved": interleaved}}
+        module = build("rope", config, d_model=head_dim)
 
         def rotate(q, k):
             positions = torch.arange(q.shape[-2], device=q.device)

@@ -133,18 +133,19 @@ def check_config(config: dict) -> list[str]:
 
 
 def check_registry(config: dict, encodings: dict[str, dict]) -> list[str]:
-    """The methods rescale RoPE's frequencies: each stretched encoding must be RoPE-family."""
+    """The methods rescale RoPE's frequencies: each stretched encoding must declare its
+    frequencies rescalable (``EncodingSpec.rescalable``)."""
     ext = config.get("extension")
     if not ext:
         return []
-    other = [e for e in ext["encodings"] if e in encodings and not encodings[e].get("rotary")]
+    other = [e for e in ext["encodings"] if e in encodings and not encodings[e]["rescalable"]]
     if not other:
         return []
-    rotary = [e for e, meta in encodings.items() if meta.get("rotary")]
+    rescalable = [e for e, meta in encodings.items() if meta["rescalable"]]
     return [
-        f"config key extension.encodings = {ext['encodings']}: {', '.join(other)} is not "
-        f"RoPE-family ({', '.join(rotary)} are), so {', '.join(ext['methods'])} have no "
-        "frequencies to rescale"
+        f"config key extension.encodings = {ext['encodings']}: {', '.join(other)} declares no "
+        f"rescalable frequencies ({', '.join(rescalable)} do), so "
+        f"{', '.join(ext['methods'])} have nothing to rescale"
     ]
 
 

@@ -27,17 +27,20 @@ import torch
 from torch import nn
 
 from posenc.data import lm_batches, trained_corpus
-from posenc.encodings import Rotary
+from posenc.encodings import PositionalEncoding
 from posenc.rope_scaling import ScaledRope, scaled_rope
 from posenc.train import TrainConfig, train
 
 PLAIN = "plain"
 
 
-def rotary(model: nn.Module) -> Rotary:
+def rotary(model: nn.Module) -> PositionalEncoding:
+    """The model's encoding, whose spec declares its frequencies rescalable (RoPE's scaling
+    hook: ``base``, ``scaling``, ``rotated_width``)."""
     encoding = model.stack.encoding
-    if not isinstance(encoding, Rotary):
-        raise ValueError(f"{type(encoding).__name__} is not RoPE-family: nothing to rescale")
+    if encoding.spec is None or not encoding.spec.rescalable:
+        name = encoding.spec.name if encoding.spec else type(encoding).__name__
+        raise ValueError(f"{name} does not declare rescalable frequencies: nothing to rescale")
     return encoding
 
 

@@ -16,11 +16,12 @@ that pair's share of the score, so it stays a few times the error actually made,
 case (positions and angles in the storage dtype) is held to the same bound, the one the
 registry's angles meet.
 
-Encodings are chosen by what they are, never by name: the identity and the offset map are
-measured for every fixed input table (an :class:`InputEncoding` that is not learned), the
-learned tables (learned input encodings) are fitted as a contrast, and the score shift test
-runs on every encoding that transforms queries and keys (:class:`QKEncoding`). R(k) is read
-off each table's own row PE(k), so a table from outside the registry needs nothing more. This
+Encodings are chosen by what they declare, never by name (encodings.py): the identity and the
+offset map are measured for every fixed input table with waves (not learned), the learned
+tables (learned input encodings) are fitted as a contrast, and the score shift test runs on
+every encoding whose query/key transform is made of planar rotations; any other encoding is
+n/a here, with the reason. R(k) is read off each table's own row PE(k), so a table from
+outside the registry needs nothing more. This
 module gathers the measurements (the tables' identity and offset maps in tables.py, the worked
 example in hand_trace.py, the score shifts in scores.py, what the claims read in evidence.py);
 the claims (spec.py) judge.
@@ -31,14 +32,14 @@ import itertools
 import torch
 from torch import Tensor
 
-from analyses.rotation.encodings import params, select
+from analyses.rotation.encodings import groups as measured
 from analyses.rotation.evidence import evidence, summarise
 from analyses.rotation.hand_trace import hand_trace
 from analyses.rotation.scores import score_shifts
 from analyses.rotation.tables import identity_errors, linear_offset_maps
 from posenc.analysis import Context, Measurements
 from posenc.device import dtype_from_name
-from posenc.encodings import REGISTRY, InputEncoding, QKEncoding, build
+from posenc.encodings import build, override
 
 
 def log_positions(max_log2: int, per_octave: int, generator: torch.Generator) -> Tensor:
@@ -53,15 +54,7 @@ def compute(ctx: Context) -> Measurements:
     """Every number of the analysis; random draws from CPU generators seeded by ``ctx.seed``
     (in the same order whatever is configured: positions, (q, k), then the fits)."""
     cfg, th, device = ctx.cfg, ctx.cfg["thresholds"], ctx.device
-    probe = params(ctx.encoding, d_model=max(cfg["d_values"]))
-    head = params(ctx.encoding, d_model=cfg["rope"]["head_dim"], n_heads=1)
-    qk = select(ctx.encodings, head, QKEncoding)
-    groups = {
-        "fixed_tables": select(ctx.encodings, probe, InputEncoding, learned=False),
-        "learned_tables": select(ctx.encodings, probe, InputEncoding, learned=True),
-        "qk": qk,
-        "relative_qk": [e for e in qk if REGISTRY[e].relative],
-    }
+    groups = measured(ctx.encodings)
     g = torch.Generator().manual_seed(ctx.seed)
     positions = log_positions(cfg["max_log2_position"], cfg["positions_per_octave"], g)
     offsets = torch.tensor(cfg["offsets"])
@@ -71,7 +64,7 @@ def compute(ctx: Context) -> Measurements:
     ):
 
         def make(a, e=e, d=d, base=base):
-            return build(e, params(ctx.encoding, d_model=d, base=base, angle_dtype=a))
+            return build(e, override(ctx.encoding, e, base=base), d_model=d, angle_dtype=a)
 
         identity += identity_errors(
             e,
@@ -84,8 +77,8 @@ def compute(ctx: Context) -> Measurements:
             th["identity_ulps"],
         )
     score_shift = score_shifts(
-        cfg["rope"],
-        qk,
+        cfg["qk"],
+        groups["qk"],
         ctx.encoding,
         cfg["dtypes"],
         th["rope_ulps"],

@@ -8,6 +8,7 @@ import torch
 from analyses.rotation.hand_trace import printed_rounding
 from posenc.analysis import Context
 from posenc.device import dtype_from_name
+from posenc.encodings import REGISTRY
 from posenc.rounding import angle_dtype, eps
 
 
@@ -68,9 +69,9 @@ def evidence(result: dict, cfg: dict, groups: dict) -> dict[str, Any]:
             broken, "deviation_over_tolerance", ("encoding", "dtype")
         ),
         "naive_angle_deviation": naive_deviation,
-        "naive_dtypes": cfg["rope"]["naive_dtypes"],
+        "naive_dtypes": cfg["qk"]["naive_dtypes"],
         "naive_exact_integers": [
-            f"{dt}: {2 / eps(dtype_from_name(dt)):g}" for dt in cfg["rope"]["naive_dtypes"]
+            f"{dt}: {2 / eps(dtype_from_name(dt)):g}" for dt in cfg["qk"]["naive_dtypes"]
         ],
         "offset_map_over_bound": _worst(full, "error_over_tolerance", ("encoding",)),
         "offset_map_max_error": _worst(full, "held_out_rel_error", ("encoding",)),
@@ -125,12 +126,17 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
         "dtypes": cfg["dtypes"],
         "max_position": 2 ** cfg["max_log2_position"],
         "n_identity_checks": len(identity),
-        "rope_head_dim": cfg["rope"]["head_dim"],
-        "rope_n_vectors": cfg["rope"]["n_vectors"],
-        "rope_n_pairs": cfg["rope"]["n_pairs"],
-        "rope_base": ctx.encoding.get("rope_base"),
+        "qk_head_dim": cfg["qk"]["head_dim"],
+        "qk_n_vectors": cfg["qk"]["n_vectors"],
+        "qk_n_pairs": cfg["qk"]["n_pairs"],
+        # The base of each transform that declares one, as the config sets it.
+        "qk_bases": {
+            e: settings["base"]
+            for e in groups["qk"]
+            if "base" in (settings := REGISTRY[e].settings(ctx.encoding.get(e)))
+        },
         "naive_exact_integers": {
-            dt: 2 / eps(dtype_from_name(dt)) for dt in cfg["rope"]["naive_dtypes"]
+            dt: 2 / eps(dtype_from_name(dt)) for dt in cfg["qk"]["naive_dtypes"]
         },
         # The careful cases at the largest shift, and the parts of the bound the prose names.
         "shift_largest": [
@@ -158,7 +164,7 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
         ),
         "naive_angle_eps_ratio": {
             dt: eps(x) / eps(angle_dtype(x))
-            for dt, x in ((dt, dtype_from_name(dt)) for dt in cfg["rope"]["naive_dtypes"])
+            for dt, x in ((dt, dtype_from_name(dt)) for dt in cfg["qk"]["naive_dtypes"])
         },
         "thresholds": cfg["thresholds"],
     }

@@ -103,7 +103,7 @@ def figure_score_shift(m: Measurements, ctx: Context):
         yscale="log",
         xlabel="largest absolute position P",
         ylabel="max |s(p+s, p'+s) − s(p, p')| / ‖q‖‖k‖",
-        title=f"(a) score change, head width {ctx.cfg['rope']['head_dim']}",
+        title=f"(a) score change, head width {ctx.cfg['qk']['head_dim']}",
     )
     bx.set(
         xscale="log",

@@ -5,7 +5,6 @@ for every encoding that transforms queries and keys, held to the rounding bound 
 import torch
 from torch import Tensor
 
-from analyses.rotation.encodings import params
 from posenc.device import dtype_from_name
 from posenc.encodings import QKEncoding, build
 from posenc.rounding import (
@@ -69,10 +68,7 @@ def score_shifts(
     cases += [(dt, dtype_from_name(dt)) for dt in cfg["naive_dtypes"]]
     rows = []
     for encoding in qk:
-        exact = build(
-            encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=torch.float64)
-        )
-        exact = exact.to(device)
+        exact = build(encoding, encoding_cfg, d_model=d, angle_dtype=torch.float64).to(device)
         pairs, omega = rotation_pairs(exact, d, device)
         pairs, omega = pairs.to(device), omega.to(device)
         # What the transform does besides turning pairs: scales them (the larger gain of the
@@ -86,8 +82,7 @@ def score_shifts(
             gains[s] = (torch.maximum(before[0], after[0]), torch.maximum(before[1], after[1]))
         for name, a in cases:
             x = dtype_from_name(name)
-            module = build(encoding, params(encoding_cfg, d_model=d, n_heads=1, angle_dtype=a))
-            module = module.to(device)
+            module = build(encoding, encoding_cfg, d_model=d, angle_dtype=a).to(device)
             reference = qk_scores(module, q, k, pq, pk, x)
             for s in shifts:
                 shifted = qk_scores(module, q, k, pq + s, pk + s, x)

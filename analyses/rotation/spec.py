@@ -43,13 +43,13 @@ def check_linear_map(config: dict) -> list[str]:
 
 
 def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
-    """Every encoding is built at the widest table width (to ask what it is) and as one head
-    of the score-shift test's width."""
+    """Tables are built at the table widths, the widest of which stands for them, and query/key
+    transforms as one head of the score-shift test's width."""
     cfg = config["rotation"]
-    widest, head = max(cfg["d_values"]), cfg["rope"]["head_dim"]
+    widest, head = max(cfg["d_values"]), cfg["qk"]["head_dim"]
     return {
         f"rotation.d_values (largest) = {widest}": (widest, 1),
-        f"rotation.rope.head_dim = {head}": (head, 1),
+        f"rotation.qk.head_dim = {head}": (head, 1),
     }
 
 
@@ -68,7 +68,7 @@ SPEC = AnalysisSpec(
         "score_shift": Figure(
             "Encodings that transform queries and keys: (a) largest change of "
             "⟨T(p)q, T(p')k⟩ / ‖q‖‖k‖ when both positions move by the same shift, over "
-            "{rope_n_vectors} random (q, k) and {rope_n_pairs} position pairs, against the "
+            "{qk_n_vectors} random (q, k) and {qk_n_pairs} position pairs, against the "
             "largest absolute position; (b) the largest ratio of that change to its rounding "
             "bound, the one the registry's angles (float32 or wider) guarantee in that storage "
             "dtype, with the claims' limit (grey). Dotted: positions and angles computed in "

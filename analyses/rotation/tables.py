@@ -8,8 +8,7 @@ from collections.abc import Callable
 import torch
 from torch import Tensor
 
-from analyses.rotation.encodings import params
-from posenc.encodings import PositionalEncoding, build
+from posenc.encodings import PositionalEncoding, build, override
 from posenc.numerics import apply_rotation_blocks
 from posenc.rounding import angle_dtype, eps
 
@@ -147,9 +146,8 @@ def linear_offset_maps(
     rows = []
     n_train, n_test = cfg["n_train"], cfg["n_test"]
     for encoding, d, base, k in itertools.product(fixed, d_values, bases, cfg["offsets"]):
-        table = build(
-            encoding, params(encoding_cfg, d_model=d, base=base, angle_dtype=torch.float64)
-        )
+        config = override(encoding_cfg, encoding, base=base)
+        table = build(encoding, config, d_model=d, angle_dtype=torch.float64)
         encode = _rows_of(table.to(device))
         resolved = resolution_span(table_frequencies(encode))
         for label, factor in (("full", cfg["train_span"]), ("short", cfg["short_span"])):
@@ -181,7 +179,7 @@ def linear_offset_maps(
             continue
         # The table's initialisation draws from the global generator: seed it from ours.
         torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
-        table = build(encoding, params(encoding_cfg, d_model=d, max_len=n)).to(device)
+        table = build(encoding, encoding_cfg, d_model=d, max_len=n).to(device)
         train = torch.randint(0, n // 2 - k, (n_train,), generator=generator).to(device)
         test = torch.randint(n // 2, n - k, (n_test,), generator=generator).to(device)
         _, cond, rel = fit_offset_map(_rows_of(table), train, test, k)

@@ -133,6 +133,11 @@ class EncodingSpec:
             )
         return self.params(**own) if self.params else None
 
+    def settings(self, own: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Its hyper-parameters as ``own`` resolves them, as a plain dict (empty for an
+        encoding that declares none): what a report shows it was built with."""
+        return dataclasses.asdict(self.hyper(own)) if self.params else {}
+
     def metadata(self) -> dict:
         """The JSON-serialisable part: what the workflow reads at parse time, without torch
         (:mod:`posenc.registry`), the schema of its config block included."""
