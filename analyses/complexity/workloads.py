@@ -5,8 +5,8 @@ import numpy as np
 import torch
 
 from posenc.encodings import (
+    REGISTRY,
     EncodingParams,
-    InputEncoding,
     PositionalEncoding,
     PositionOutOfRange,
     build,
@@ -27,10 +27,8 @@ def heads(cfg: dict, d_model: int) -> int:
 def encoding_module(name: str, cfg: dict, d_model: int, encoding_cfg: dict, length: int, device):
     """Encoding ``name`` at width ``d_model``, built for L = ``length`` positions (a learned
     table has L rows)."""
-    params = EncodingParams(
-        d_model=d_model, n_heads=heads(cfg, d_model), max_len=length, **encoding_cfg
-    )
-    return build(name, params).to(device)
+    module = build(name, encoding_cfg, d_model=d_model, n_heads=heads(cfg, d_model), max_len=length)
+    return module.to(device)
 
 
 def encoding_workload(enc: PositionalEncoding, cfg: dict, length: int, device):
@@ -70,7 +68,7 @@ def measure(
     workload afresh and warms it up, so the memory held at once is one point's.
 
     Returns tidy rows (the median over all of a point's blocks), the encodings that compute a
-    positional table (an :class:`~posenc.encodings.InputEncoding`), those whose work is
+    positional table (those acting on the input), those whose work is
     quadratic in L (timed only up to ``bias_max_len``), and each point's block times, for the
     bootstrap. An encoding that has no encoding of L positions (PositionOutOfRange: xPos's
     scales past the span its dtype holds, say) is not timed from that L on
@@ -98,7 +96,7 @@ def measure(
         if (name, d) in refused and length >= refused[name, d]:
             return None, None
         enc = encoding_module(name, cfg, d, encoding_cfg, length, device)
-        if isinstance(enc, InputEncoding):
+        if REGISTRY[name].acts_on == "input":
             tables[name] = None
         if enc.quadratic_cost:
             quadratic[name] = None
