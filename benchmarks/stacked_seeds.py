@@ -38,7 +38,7 @@ def one_encoding(encoding: str, n_seeds: int, steps: int, batch_size: int, round
     models = []
     for seed in range(n_seeds):
         torch.manual_seed(seed)
-        models.append(build_model(task.vocab_size, MODEL, encoding, {"max_len": 64}))
+        models.append(build_model(task.vocab_size, MODEL, encoding, max_len=64))
     lengths = torch.Generator().manual_seed(99)
     generators = [torch.Generator().manual_seed(s) for s in range(n_seeds)]
 

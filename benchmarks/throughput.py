@@ -163,8 +163,9 @@ def measure(args) -> dict:
     model_cfg = {"d_model": args.d_model, "n_heads": args.heads, "n_layers": args.layers}
     reference_class, reference_name = REFERENCES[args.reference]
     reference = reference_class(vocab, args.d_model, args.heads, args.layers, L).to(device)
+    t5_at_length = {"t5_bias": {"max_distance": L}}
     ours = {
-        enc: build_model(vocab, model_cfg, enc, {"max_len": L, "t5_max_distance": L}).to(device)
+        enc: build_model(vocab, model_cfg, enc, t5_at_length, max_len=L).to(device)
         for enc in args.encodings
     }
     if args.bf16:

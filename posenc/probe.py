@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from posenc.encodings import EncodingSpec, encoding_params
+from posenc.encodings import EncodingParams, EncodingSpec
 
 HOOKS = {"input": "input_encoding", "qk": "rotate", "bias": "score_bias"}
 D_MODEL, N_HEADS, LENGTH, SHIFT = 16, 2, 7, 5
@@ -174,7 +174,8 @@ def probe(spec: EncodingSpec, origin: str | None = None) -> str | None:
     every probe passes."""
     label = f"plugin {origin}: encoding {spec.name}"
     torch.manual_seed(0)
-    params = encoding_params(spec.name, d_model=D_MODEL, n_heads=N_HEADS, max_len=64)
+    # Its declared defaults: a plugin is probed as the config would build it by default.
+    params = EncodingParams(D_MODEL, N_HEADS, max_len=64, hyper=spec.hyper())
     try:
         module = _call("module", origin, spec.module, params)
         if spec.acts_on in PROBES:

@@ -173,10 +173,10 @@ def _loaded(path: Path) -> dict[str, EncodingSpec]:
         enc.REGISTRY.update(saved)
 
 
-def test_a_bare_positional_encoding_takes_its_places_behaviour():
+def test_a_bare_positional_encoding_takes_its_places_behaviour(registered):
     # The contract: a PositionalEncoding subclass overriding its hook, registered with acts_on,
     # behaves as a built-in of that place (similarity kernel, timed workload, cost).
-    from posenc.encodings import BiasEncoding, EncodingParams, register
+    from posenc.encodings import BiasEncoding, build
 
     class Flat(PositionalEncoding):
         def score_bias(self, q_pos, k_pos, causal):
@@ -184,19 +184,12 @@ def test_a_bare_positional_encoding_takes_its_places_behaviour():
 
             return torch.zeros(self.params.n_heads, len(q_pos), len(k_pos))
 
-    import posenc.encodings as enc
-
-    saved = dict(enc.REGISTRY)
-    try:
-        spec = register(EncodingSpec("flat", "bias", Flat, relative=True, learned=False,
-                                     citation="x", summary="x"))  # fmt: skip
-        module = spec.module(EncodingParams(d_model=8, n_heads=2))
-        assert isinstance(module, Flat) and isinstance(module, BiasEncoding)
-        assert module.acts_on == "bias" and module.quadratic_cost
-        assert spec.module.__name__ == "Flat"
-    finally:
-        enc.REGISTRY.clear()
-        enc.REGISTRY.update(saved)
+    registered(EncodingSpec("flat", "bias", Flat, relative=True, learned=False,
+                            citation="x", summary="x"))  # fmt: skip
+    module = build("flat", d_model=8, n_heads=2)
+    assert isinstance(module, Flat) and isinstance(module, BiasEncoding)
+    assert module.acts_on == "bias" and module.quadratic_cost
+    assert REGISTRY["flat"].module.__name__ == "Flat"
 
 
 # ----------------------------------------------------------------------------- the card

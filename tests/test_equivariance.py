@@ -12,19 +12,16 @@ from analyses.equivariance import compute as eq
 from analyses.equivariance.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
-from posenc.encodings import REGISTRY
+from posenc.encodings import PLACES, REGISTRY
 
 CPU = torch.device("cpu")
 # FIRE is relative below its threshold L: the shifts below must carry queries past it, or it
 # would look relative (the study's config sets L from its L_train the same way).
 ENCODING_CFG = {
-    "base": 10000.0,
-    "rope_base": 10000.0,
-    "t5_num_buckets": 8,
-    "t5_max_distance": 16,
-    "fire_threshold": 8.0,
+    "t5_bias": {"num_buckets": 8, "max_distance": 16},
+    "fire": {"threshold": 8.0},
     # Heads of 4 here: partial RoPE's default quarter would rotate one dimension (refused).
-    "rope_partial_fraction": 0.5,
+    "rope_partial": {"fraction": 0.5},
 }
 ALL = list(REGISTRY)
 IDS = {c.id for c in SPEC.claims}
@@ -89,7 +86,11 @@ def test_seed_check_matches_the_snippet_line_by_line():
     assert got["pe_max_abs"] == pytest.approx((out2[:, perm] - out2_p).abs().max().item(), abs=1e-5)
 
 
-@pytest.mark.parametrize("encoding", ["none", "sinusoidal", "rope", "alibi"])
+# The first registered encoding of each place of action.
+ONE_PER_PLACE = [next(e for e in ALL if REGISTRY[e].acts_on == place) for place in PLACES]
+
+
+@pytest.mark.parametrize("encoding", ONE_PER_PLACE)
 @pytest.mark.parametrize("causal", [False, True])
 def test_permutation_error_against_permutation_matrices(encoding, causal):
     """Our index shuffle equals the textbook P X with an explicit permutation matrix."""

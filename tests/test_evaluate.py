@@ -27,7 +27,8 @@ def tiny_model(encoding, vocab=7, max_len=8, seed=0):
         vocab,
         {"d_model": 16, "n_heads": 2, "n_layers": 1},
         encoding,
-        {"max_len": max_len, "t5_max_distance": 8},
+        {"t5_bias": {"max_distance": 8}},
+        max_len=max_len,
     ).eval()
 
 

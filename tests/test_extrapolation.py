@@ -14,13 +14,7 @@ from analyses.extrapolation import compute, present
 from analyses.extrapolation.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
-from posenc.encodings import (
-    REGISTRY,
-    EncodingSpec,
-    Sinusoidal,
-    encodings,
-    register,
-)
+from posenc.encodings import REGISTRY, EncodingSpec, InputEncoding, encodings
 from posenc.io import save_figure
 
 MULTIPLIERS = [1, 2, 4, 8, 16]
@@ -590,7 +584,7 @@ def test_limitations_numbers_are_in_the_summary():
     assert s["baselines"] == BASELINES
 
 
-class _Base500(Sinusoidal):
+class _Base500(InputEncoding):
     """Vaswani et al.'s table with another base: an encoding from outside the registry."""
 
     def input_encoding(self, positions):
@@ -600,9 +594,9 @@ class _Base500(Sinusoidal):
 
 
 @pytest.fixture
-def seventh():
+def seventh(registered):
     """A 7th encoding, registered for one test (and removed after it)."""
-    spec = register(
+    (name,) = registered(
         EncodingSpec(
             "seventh_table",
             "input",
@@ -613,8 +607,7 @@ def seventh():
             summary="Sinusoidal with base 500.",
         )
     )
-    yield spec.name
-    REGISTRY.pop(spec.name)
+    return name
 
 
 def test_an_encoding_registered_from_outside_flows_through(seventh, tmp_path):
@@ -754,7 +747,7 @@ def test_evaluation_extends_the_encodings_the_registry_says():
     tokens = (torch.arange(400) * 7) % 5
     for name in encodings():  # every registered encoding, not only the six above
         torch.manual_seed(0)
-        model = build_model(5, cfg, name, {"max_len": 8, "t5_max_distance": 8}).eval()
+        model = build_model(5, cfg, name, {"t5_bias": {"max_distance": 8}}, max_len=8).eval()
         assert extensions_of(model) == REGISTRY[name].extensions, name
         rows = evaluate_lm(
             model,
@@ -834,17 +827,18 @@ def test_t5_is_trained_at_four_times_its_maximum_distance():
     """Press et al.'s protocol for T5's bias: L_train >= 4x its maximum distance. The shipped
     configs follow it; a maximum distance of L_train / 2 is refused, naming both keys."""
     config = default_config()
-    assert config["extrapolation"]["lm"]["seq_len"] >= 4 * config["encoding"]["t5_max_distance"]
+    t5 = config["encoding"]["t5_bias"]
+    assert config["extrapolation"]["lm"]["seq_len"] >= 4 * t5["max_distance"]
     for name in ("test.yaml", "gpu.yaml"):
         over = yaml.safe_load((ROOT / "config" / name).read_text())
         seq_len = over.get("extrapolation", {}).get("lm", {}).get("seq_len", 128)
-        distance = over.get("encoding", {}).get("t5_max_distance")
-        distance = distance or config["encoding"]["t5_max_distance"]
+        distance = over.get("encoding", {}).get("t5_bias", {}).get("max_distance")
+        distance = distance or t5["max_distance"]
         assert seq_len >= 4 * distance, name
-    config["encoding"]["t5_max_distance"] = config["extrapolation"]["lm"]["seq_len"] // 2
+    t5["max_distance"] = config["extrapolation"]["lm"]["seq_len"] // 2
     (problem,) = [p for check in SPEC.checks for p in check(config)]
     assert problem.startswith("config key extrapolation.lm.seq_len = 128: below 4 x ")
-    assert "encoding.t5_max_distance = 256" in problem and "Press et al." in problem
+    assert "encoding.t5_bias.max_distance = 256" in problem and "Press et al." in problem
     claim = next(c for c in SPEC.claims if c.id == "extrapolation.t5_mild")
     assert "trained as Press et al. train it (L_train at least 4x" in claim.statement
 

@@ -75,7 +75,7 @@ def test_the_sdpa_reference_is_the_size_of_ours_and_causal():
     from posenc.train import build_model
 
     cfg = {"d_model": 32, "n_heads": 4, "n_layers": 2}
-    ours = build_model(50, cfg, "learned", {"max_len": 16})
+    ours = build_model(50, cfg, "learned", max_len=16)
     reference = throughput.SdpaReferenceLM(50, 32, 4, 2, 16)
     count = lambda m: sum(p.numel() for p in m.parameters())  # noqa: E731
     assert abs(count(reference) - count(ours)) / count(ours) < 0.01

@@ -51,9 +51,7 @@ def test_batches_carry_their_positions_from_the_data_generator():
 
 def tiny_learned(max_len):
     torch.manual_seed(0)
-    return build_model(
-        7, {"d_model": 8, "n_heads": 2, "n_layers": 1}, "learned", {"max_len": max_len}
-    )
+    return build_model(7, {"d_model": 8, "n_heads": 2, "n_layers": 1}, "learned", max_len=max_len)
 
 
 def test_training_reaches_the_positions_it_draws():
@@ -126,7 +124,7 @@ def test_the_rule_script_trains_a_randomized_model_under_its_own_name(tmp_path):
         "passkey", "learned+randomized", 0, settings, CPU, progress=io.StringIO()
     )
     assert meta["encoding"] == "learned" and meta["name"] == "learned+randomized"
-    assert meta["encoding_params"]["max_len"] == 64 and meta["randomized_positions"] == 64
+    assert meta["max_len"] == 64 and meta["randomized_positions"] == 64
     assert summary["encoding"] == "learned+randomized"
     del settings["randomized_positions"]
     with pytest.raises(ValueError, match="randomized_positions"):

@@ -43,7 +43,8 @@ def tiny_model(encoding="rope", seed=0, dropout=0.1):
         11,
         {"d_model": 16, "n_heads": 2, "n_layers": 2, "dropout": dropout},
         encoding,
-        {"max_len": 16, "t5_max_distance": 16},
+        {"t5_bias": {"max_distance": 16}},
+        max_len=16,
     )
 
 
@@ -214,11 +215,9 @@ def settings(tmp_path, **train_overrides):
             **train_overrides,
         },
         "encoding": {
-            "base": 10000,
-            "rope_base": 10000,
-            "t5_num_buckets": 32,
-            "t5_max_distance": 16,
-            "a_key_from_another_analysis": 1,
+            "sinusoidal": {"base": 10000},
+            "rope": {"base": 10000},
+            "t5_bias": {"num_buckets": 32, "max_distance": 16},
         },
     }
 
@@ -252,8 +251,9 @@ def test_rule_script_writes_a_checkpoint_that_rebuilds_the_model(tmp_path):
     train_script.main(smk)
     model, meta = load_checkpoint(smk.output.model, CPU)
     log = json.loads(Path(smk.output.train_log).read_text())
-    assert meta["encoding_params"]["max_len"] == meta["train_len"] == 16  # no rows beyond
-    assert "a_key_from_another_analysis" not in meta["encoding_params"]
+    assert meta["max_len"] == meta["train_len"] == 16  # no rows beyond
+    # Only its own block of the encoding settings goes with it: another's cannot rebuild it.
+    assert meta["encoding_config"] == {"learned": {}}
     assert len(log["log"]["losses"]) == 6 and log["device"].startswith("cpu")
     timing = json.loads(Path(smk.output.timing).read_text())
     assert timing["tokens_per_s"] > 0 and timing["resumed_from_step"] == 0
@@ -318,7 +318,7 @@ def test_checkpoint_is_written_atomically(tmp_path):
     save_checkpoint(
         path,
         model,
-        {"vocab_size": 11, "model_config": {}, "encoding": "rope", "encoding_params": {}},
+        {"vocab_size": 11, "model_config": {}, "encoding": "rope", "encoding_config": {}},
     )
     assert [p.name for p in tmp_path.iterdir()] == ["model.pt"]  # no temporary left behind
 
@@ -344,7 +344,7 @@ def test_progress_prints_one_line_per_update_off_a_terminal():
 def test_scale_embeddings_multiplies_tokens_by_sqrt_d_model():
     cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
     torch.manual_seed(0)
-    scaled = build_model(11, {**cfg, "scale_embeddings": True}, "sinusoidal", {})
+    scaled = build_model(11, {**cfg, "scale_embeddings": True}, "sinusoidal")
     tokens = torch.randint(0, 11, (2, 8))
     with torch.no_grad():
         x = scaled.stack(scaled.embed(tokens) * 4.0)  # sqrt(16)
@@ -356,8 +356,8 @@ def test_scaled_embeddings_start_at_unit_rms_as_fairseq_draws_them():
     # table's 1/sqrt(2); unscaled: GPT-2's N(0, 0.02).
     cfg = {"d_model": 64, "n_heads": 4, "n_layers": 1}
     torch.manual_seed(0)
-    scaled = build_model(4000, {**cfg, "scale_embeddings": True}, "sinusoidal", {})
-    plain = build_model(4000, cfg, "sinusoidal", {})
+    scaled = build_model(4000, {**cfg, "scale_embeddings": True}, "sinusoidal")
+    plain = build_model(4000, cfg, "sinusoidal")
     tokens = torch.arange(4000)
     with torch.no_grad():
         rms = (scaled.embed(tokens) * scaled.embed_scale).pow(2).mean().sqrt()

@@ -101,6 +101,7 @@ def build_stack(
     torch.manual_seed(case.seed)
     stack = make_stack(
         case.encoding,
+        encoding_cfg,
         d_model=cfg["d_model"],
         n_heads=cfg["n_heads"],
         n_layers=case.n_layers,
@@ -108,7 +109,6 @@ def build_stack(
         max_len=cfg["seq_len"] + max(cfg["shifts"]),  # the learned table must cover the shifts
         # Angles in float32 or wider: a float64 model gets float64 angles.
         angle_dtype=torch.promote_types(dtype, torch.float32),
-        **encoding_cfg,
     )
     if REGISTRY[case.encoding].learned:
         for p in stack.encoding.parameters():
