@@ -13,8 +13,11 @@ its own ``__doc__`` keeps its docstrings: there they are behaviour.
 
 The imports are read from the syntax tree: every ``import`` and ``from ... import`` anywhere in
 the module (inside functions too, where the project imports torch lazily), except under
-``if TYPE_CHECKING:``, which never runs. Imports the source cannot name (``importlib`` with a
-computed name) are the entry points' business: a rule lists them as roots.
+``if TYPE_CHECKING:``, which never runs. A package's ``__init__`` that imports every module of
+its folder by listing it (``pkgutil.iter_modules(__path__)``: the registry of encodings, where
+a new family is one new file) imports each of them. Other imports the source cannot name
+(``importlib`` with a computed name) are the entry points' business: a rule lists them as
+roots.
 
 Parsing every module on each parse of the workflow would cost about 0.4 s, most of a no-op
 run. Each file's normalised digest and imports are kept in a cache keyed by a hash of its raw
@@ -74,9 +77,27 @@ def _type_checking(node: ast.AST) -> bool:
     )
 
 
+# The names of an import entry that stands for every module of the importing package's folder.
+EVERY_MODULE = ["<every module of its folder>"]
+
+
+def _lists_its_folder(node: ast.AST) -> bool:
+    """Whether ``node`` is ``pkgutil.iter_modules(__path__)``: a package listing its own
+    modules, to import each."""
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "iter_modules"
+        and bool(node.args)
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id == "__path__"
+    )
+
+
 def _imports(tree: ast.AST) -> list[list]:
     """Every import statement as ``[level, module, [names]]`` (``import a.b`` is
-    ``[0, "a.b", []]``), skipping ``if TYPE_CHECKING:`` blocks."""
+    ``[0, "a.b", []]``), skipping ``if TYPE_CHECKING:`` blocks; a package's listing of its own
+    modules is ``[1, "", EVERY_MODULE]``."""
     found: list[list] = []
 
     def visit(node: ast.AST) -> None:
@@ -88,6 +109,8 @@ def _imports(tree: ast.AST) -> list[list]:
             found.extend([0, alias.name, []] for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
             found.append([node.level, node.module or "", [a.name for a in node.names]])
+        elif _lists_its_folder(node):
+            found.append([1, "", EVERY_MODULE])
         for child in ast.iter_child_nodes(node):
             visit(child)
 
@@ -229,6 +252,12 @@ class CodeGraph:
 
     def _resolve(self, module: Module, entry: list, search: tuple[Path, ...]) -> list[Module]:
         level, name, names = entry
+        if names == EVERY_MODULE and module.path.name == "__init__.py":
+            return [
+                Module(f"{module.package}.{path.stem}", path, module.package)
+                for path in sorted(module.path.parent.glob("*.py"))
+                if path.name != "__init__.py"
+            ]
         if level:
             base = module.package.split(".") if module.package else []
             if level > 1:

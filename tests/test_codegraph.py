@@ -168,6 +168,32 @@ def test_a_digest_changes_exactly_with_the_modules_it_covers(project):
         assert graph(project).digest(roots)["digest"] == before["digest"], name
 
 
+def test_a_package_that_imports_every_module_of_its_folder_covers_a_new_one(project):
+    # The registry of encodings: its __init__ imports each module it finds in its folder, so
+    # a family added as a new file, named nowhere, is in every digest that covers the package.
+    write(
+        project,
+        {
+            "pkg/families/__init__.py": """
+                import importlib
+                import pkgutil
+
+                for found in pkgutil.iter_modules(__path__):
+                    importlib.import_module(f"{__name__}.{found.name}")
+            """,
+            "pkg/families/first.py": "A = 1\n",
+            "scripts/uses.py": "import pkg.families\n",
+        },
+    )
+    roots = [project / "scripts/uses.py"]
+    names = sorted(m.name for m in graph(project).closure(roots))
+    assert names == ["pkg", "pkg.families", "pkg.families.first", "uses"]
+    before = graph(project).digest(roots)["digest"]
+    write(project, {"pkg/families/second.py": "B = 2\n"})
+    assert "pkg.families.second" in graph(project).digest(roots)["modules"]
+    assert graph(project).digest(roots)["digest"] != before
+
+
 def test_the_digest_does_not_depend_on_where_the_checkout_lies(project, tmp_path_factory):
     moved = tmp_path_factory.mktemp("elsewhere") / "copy"
     subprocess.run(["cp", "-a", str(project), str(moved)], check=True)

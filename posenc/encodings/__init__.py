@@ -15,6 +15,9 @@ Positions and angles are computed in float32 or wider whatever the model dtype
 (``angle_dtype``), except where the aliasing analysis asks for low precision on purpose.
 """
 
+import importlib
+import pkgutil
+
 # The families register in the study's order (the order of every table and legend): the
 # import sorter keeps them alphabetical, which is that order.
 from posenc.encodings.absolute import Learned, Sinusoidal, SinusoidalParams
@@ -145,6 +148,12 @@ __all__ = [
     "xpos_scales",
     "xpos_zeta",
 ]
+
+# Every module of the package is imported, so a family of encodings added as a new file
+# registers them with no other edit, after those above (posenc.codegraph counts the modules
+# of a package that lists its folder this way as imported by it).
+for _module in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_module.name}")
 
 
 def __getattr__(name: str):
