@@ -226,7 +226,7 @@ class Context:
     cfg: dict  # the analysis' own config section
     seed: int
     encodings: list[str]
-    encoding: dict  # encoding hyper-parameters shared by every analysis
+    encoding: dict  # the encoding: block, each encoding's own hyper-parameters (for build())
     device: Any  # a torch.device
     inputs: dict[str, Any] = field(default_factory=dict)  # named input paths, as declared
     log: Any = None
