@@ -19,15 +19,12 @@ from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
     REGISTRY,
-    EncodingParams,
     EncodingSpec,
     InputEncoding,
     QKEncoding,
     angles,
     apply_rope,
-    build,
     inverse_frequencies,
-    register,
 )
 from posenc.rounding import first_overflowing_integer, significand_bits
 
@@ -65,13 +62,9 @@ thresholds:
 """
 )
 ENCODING = {
-    "base": 10000,
-    "rope_base": 10000,
-    "t5_num_buckets": 32,
-    "t5_max_distance": 128,
     # Partial RoPE's rotated part is its table: a quarter of these 16-wide heads is 4 columns,
     # too few to keep 2^17 positions apart in bfloat16; the shipped configs' heads are wider.
-    "rope_partial_fraction": 0.5,
+    "rope_partial": {"fraction": 0.5},
 }
 CPU = torch.device("cpu")
 BUILT_IN = list(REGISTRY)  # before any test registers its own
@@ -100,7 +93,7 @@ def tables(cfg=TINY) -> dict[str, AngleTable]:
 
 def input_table() -> AngleTable:
     """The first built-in input encoding with a table of angles."""
-    return next(t for t in tables().values() if isinstance(t.module, InputEncoding))
+    return next(t for e, t in tables().items() if REGISTRY[e].acts_on == "input")
 
 
 def test_significand_bits():
@@ -123,11 +116,10 @@ def test_tables_are_the_encodings_with_waves_at_the_section_widths():
     found = tables()
     assert found  # the built-ins have some
     for name in BUILT_IN:
-        module = build(name, EncodingParams(d_model=TINY["d_model"]))
-        assert (name in found) == (module.frequencies() is not None), name
+        assert (name in found) == REGISTRY[name].waves, name
     narrow = {**TINY, "rope_head_dim": 8}  # one head narrower than the model
-    for table in tables(narrow).values():
-        qk = isinstance(table.module, QKEncoding)
+    for name, table in tables(narrow).items():
+        qk = REGISTRY[name].acts_on == "qk"
         head = table.module.params.head_dim
         assert head == (narrow["rope_head_dim"] if qk else narrow["d_model"])
         # An input table is as wide as the model; a rotation's, as the part of a head it
@@ -159,9 +151,9 @@ def test_angles_are_the_registry_formula_in_the_dtype():
     table = input_table()
     pos = torch.arange(70000)
     for dt in (torch.bfloat16, torch.float16, torch.float32, torch.float64):
-        want = angles(pos, table.width, table.module.params.base, dt)
+        want = angles(pos, table.width, table.module.params.hyper.base, dt)
         assert torch.equal(table.angles(pos, dt).nan_to_num(), want.nan_to_num())
-    assert table.base == pytest.approx(table.module.params.base, rel=1e-12)
+    assert table.base == pytest.approx(table.module.params.hyper.base, rel=1e-12)
 
 
 def test_input_tables_are_what_the_model_adds():
@@ -180,14 +172,14 @@ def test_rotation_tables_are_the_angles_queries_and_keys_turn_by():
     one position at a time (a transform that also scales, xPos, centres its scales on the
     positions it is given: one alone is turned and not scaled)."""
     pos = torch.arange(9)
-    for table in tables().values():
+    for name, table in tables().items():
         module = table.module
-        if not isinstance(module, QKEncoding):
+        if REGISTRY[name].acts_on != "qk":
             continue
         half = table.width // 2
         rows = module.angle_table(pos, module.params.angle_dtype)  # (L, width)
         x = torch.randn(1, 1, len(pos), table.width, dtype=torch.float64)
-        want = apply_rope(x, rows[:, :half], rows[:, half:], module.params.rope_interleaved)
+        want = apply_rope(x, rows[:, :half], rows[:, half:], module.params.hyper.interleaved)
         for i in range(len(pos)):
             one = pos[i : i + 1]
             got, _ = module.rotate(x[:, :, i : i + 1], x[:, :, i : i + 1], one, one)
@@ -386,12 +378,10 @@ class HalfTurn(QKEncoding):
 
 
 @pytest.fixture
-def outside_encodings():
+def outside_encodings(registered):
     names = ["test_slow_waves", "test_half_turn"]
-    for name, module, acts_on, relative in zip(
-        names, (SlowWaves, HalfTurn), ("input", "qk"), (False, True)
-    ):
-        register(
+    return registered(
+        *(
             EncodingSpec(
                 name,
                 acts_on,
@@ -400,11 +390,13 @@ def outside_encodings():
                 learned=False,
                 citation="a test's toy",
                 summary="A test's toy.",
+                waves=True,
+            )
+            for name, module, acts_on, relative in zip(
+                names, (SlowWaves, HalfTurn), ("input", "qk"), (False, True)
             )
         )
-    yield names
-    for name in names:
-        REGISTRY.pop(name)
+    )
 
 
 def test_encodings_registered_from_outside_flow_through(outside_encodings):
@@ -415,6 +407,12 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings):
     assert {waves, turn} <= set(listed)
     assert listed[waves]["width"] == TINY["d_model"] and listed[waves]["base"] == 500.0
     assert listed[turn]["width"] == TINY["rope_head_dim"] and listed[turn]["base"] == 1000.0
+    # The built-ins without waves or a learned table are n/a here, with the reason.
+    assert set(m.summary["not_measured"]) == {
+        e
+        for e in BUILT_IN
+        if not REGISTRY[e].waves and not (REGISTRY[e].learned and REGISTRY[e].acts_on == "input")
+    }
     for rows in ("distinct", "distinct_curve", "errors", "decode"):
         assert {waves, turn} <= {r["encoding"] for r in m.rows[rows]}, rows
     assert {waves, turn} <= set(m.evidence["fp16_first_nonfinite"])

@@ -37,7 +37,7 @@ from .errors import angle_and_encoding_errors, error_positions, fp32_angle_fits
 from .evidence import FLOAT16, evidence
 from .exact import exact_min_distances, lengths_grid, neighbours_closest_from
 from .rows import _find as _find  # present.py reads it from here
-from .tables import Variant, angle_tables, learned_tables
+from .tables import Variant, angle_tables, learned_tables, not_measured
 
 
 def compute(ctx: Context) -> Measurements:
@@ -101,6 +101,7 @@ def compute(ctx: Context) -> Measurements:
                 "nonfinite_rows": sum(s["nonfinite_rows"] for s in careful),
             },
             "learned_tables": learned,
+            "not_measured": not_measured(ctx.encodings),
         },
         timing=timing,
     )

@@ -1,6 +1,6 @@
 """What the aliasing analysis measures: each configured encoding whose positions become a table
-of angles, computed in each variant's dtypes, and the learned input tables, asked past their
-end."""
+of angles (it declares ``waves``), computed in each variant's dtypes, and the learned input
+tables, asked past their end; every other encoding is n/a here, with the reason."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -9,15 +9,7 @@ import torch
 from torch import Tensor
 
 from posenc.device import dtype_from_name
-from posenc.encodings import (
-    REGISTRY,
-    EncodingParams,
-    InputEncoding,
-    PositionalEncoding,
-    PositionOutOfRange,
-    QKEncoding,
-    build,
-)
+from posenc.encodings import REGISTRY, PositionalEncoding, PositionOutOfRange, build, override
 from posenc.numerics import RowsFn
 
 
@@ -79,27 +71,37 @@ class AngleTable:
         return self.rows_fn(Variant("float64", "float64"))
 
 
-def encoding_params(cfg: dict, encoding_cfg: dict, d_model: int) -> EncodingParams:
-    """The shared encoding settings with this section's own: its rotary base (Llama 3's, say,
-    beside the sinusoidal table's) and its learned table's L_max."""
-    shared = {**encoding_cfg, "rope_base": cfg["rope_base"], "max_len": cfg["learned_max_len"]}
-    return EncodingParams(**shared, d_model=d_model)
-
-
 def angle_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> dict[str, AngleTable]:
-    """Every configured encoding whose positions become a table of angles, in config order.
+    """Every configured encoding whose positions become a table of angles (``waves``), in
+    config order, built with the encoding settings and this section's own.
 
     An input table is d_model wide; one that acts on queries and keys is one head of
-    rope_head_dim (its table is per head).
+    rope_head_dim (its table is per head), with this section's rotary base where it has a base
+    (Llama 3's, say, beside the sinusoidal table's).
     """
     tables = {}
     for name in encodings:
-        module = build(name, encoding_params(cfg, encoding_cfg, cfg["d_model"]))
-        if isinstance(module, QKEncoding):
-            module = build(name, encoding_params(cfg, encoding_cfg, cfg["rope_head_dim"]))
-        if module.frequencies() is not None:
-            tables[name] = AngleTable(name, module)
+        spec = REGISTRY[name]
+        if not spec.waves:
+            continue
+        config, width = encoding_cfg, cfg["d_model"]
+        if spec.acts_on == "qk":
+            config = override(encoding_cfg, name, base=cfg["rope_base"])
+            width = cfg["rope_head_dim"]
+        module = build(name, config, d_model=width, max_len=cfg["learned_max_len"])
+        tables[name] = AngleTable(name, module)
     return tables
+
+
+def not_measured(encodings: list[str]) -> dict[str, str]:
+    """Why each configured encoding that is neither a table of angles nor a learned input table
+    has nothing to measure here."""
+    return {
+        name: "no learned table, and no waves: its positions become no table of angles"
+        for name in encodings
+        if not REGISTRY[name].waves
+        and not (REGISTRY[name].learned and REGISTRY[name].acts_on == "input")
+    }
 
 
 def out_of_range(module: PositionalEncoding, max_len: int) -> dict[str, Any]:
@@ -117,9 +119,9 @@ def learned_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> list[
     """Every configured learned input table, L_max = learned_max_len rows, asked past its end."""
     out = []
     for name in encodings:
-        if not REGISTRY[name].learned:
-            continue
-        module = build(name, encoding_params(cfg, encoding_cfg, cfg["d_model"]))
-        if isinstance(module, InputEncoding):
+        if REGISTRY[name].learned and REGISTRY[name].acts_on == "input":
+            module = build(
+                name, encoding_cfg, d_model=cfg["d_model"], max_len=cfg["learned_max_len"]
+            )
             out.append({"encoding": name, **out_of_range(module, cfg["learned_max_len"])})
     return out
