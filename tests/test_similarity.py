@@ -9,6 +9,7 @@ import copy
 import itertools
 import logging
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -24,22 +25,20 @@ from posenc.claims import evaluate
 from posenc.encodings import (
     REGISTRY,
     BiasEncoding,
-    EncodingParams,
     EncodingSpec,
-    QKEncoding,
+    InputEncoding,
     Rotary,
-    Sinusoidal,
-    XPos,
+    RotaryParams,
     build,
     inverse_frequencies,
-    register,
+    override,
     sinusoidal_table,
 )
 from posenc.train import build_model, save_checkpoint
 
 CPU = torch.device("cpu")
 ROOT = Path(__file__).resolve().parents[1]
-ENCODING_CFG = {"base": 10000.0, "rope_base": 10000.0, "t5_num_buckets": 8, "t5_max_distance": 16}
+ENCODING_CFG = {"t5_bias": {"num_buckets": 8, "max_distance": 16}}
 IDS = {
     "similarity.seed_values",
     "similarity.monotone_near",
@@ -95,10 +94,9 @@ def checkpoint(folder: Path, encoding: str, seed: int, set_weights=None) -> str:
     """A tiny causal LM of ``encoding`` saved as the extrapolation study saves one, its
     encoding's parameters drawn from N(0, 1) (T5's table starts at zero: any reading of it
     would look right), or set by ``set_weights(module)``."""
-    params = {**ENCODING_CFG, "max_len": TRAIN_LEN}
     model_cfg = {"d_model": 16, "n_heads": 2, "n_layers": 1}
     torch.manual_seed(seed)
-    model = build_model(11, model_cfg, encoding, params)
+    model = build_model(11, model_cfg, encoding, ENCODING_CFG, max_len=TRAIN_LEN)
     with torch.no_grad():
         for weight in model.stack.encoding.parameters():
             weight.normal_()
@@ -112,7 +110,8 @@ def checkpoint(folder: Path, encoding: str, seed: int, set_weights=None) -> str:
         "vocab_size": 11,
         "train_len": TRAIN_LEN,
         "model_config": model_cfg,
-        "encoding_params": params,
+        "encoding_config": ENCODING_CFG,
+        "max_len": TRAIN_LEN,
     }
     save_checkpoint(path, model, meta)
     return str(path)
@@ -169,7 +168,8 @@ def test_seed_values_match_the_snippets_own_sinusoid():
 
 @pytest.mark.parametrize("d, base", [(8, 10000.0), (16, 100.0), (6, 37.0)])
 def test_sinusoidal_kernel_is_the_closed_form(d, base):
-    K = kernels.kernel("sinusoidal", 12, d, 1, {**ENCODING_CFG, "base": base}, 0.5, 0, CPU)
+    config = override(ENCODING_CFG, "sinusoidal", base=base)
+    K = kernels.kernel("sinusoidal", 12, d, 1, config, 0.5, 0, CPU)
     torch.testing.assert_close(K, naive_cosine_kernel(12, d, base), rtol=0, atol=1e-12)
 
 
@@ -194,7 +194,8 @@ def test_rope_kernel_is_trace_of_naive_rotations(head_dim, base):
         ],
         dtype=torch.float64,
     )
-    K = kernels.kernel("rope", n, 2 * head_dim, 2, {**ENCODING_CFG, "rope_base": base}, 0.5, 0, CPU)
+    config = override(ENCODING_CFG, "rope", base=base)
+    K = kernels.kernel("rope", n, 2 * head_dim, 2, config, 0.5, 0, CPU)
     torch.testing.assert_close(K, want, rtol=0, atol=1e-12)
     torch.testing.assert_close(K, naive_cosine_kernel(n, head_dim, base), rtol=0, atol=1e-12)
 
@@ -271,7 +272,7 @@ def test_relative_upper_bound_against_double_loop(d):
         partial = [abs(sum(cmath.exp(1j * r * t) for t in theta[:j])) for j in range(1, d // 2 + 1)]
         want.append(sum(partial) / (d // 2))
     # The frequencies as RoPE's module gives them, one head of width d.
-    module = Rotary(EncodingParams(d_model=d, n_heads=1, rope_base=base))
+    module = build("rope", {"rope": {"base": base}}, d_model=d)
     got = long_term_decay.relative_upper_bound(module.frequencies(), R, CPU)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
     assert got[0].item() == pytest.approx((d // 2 + 1) / 2)  # S_j(0) = j
@@ -281,8 +282,7 @@ def test_xpos_bound_carries_its_scale_against_double_loop():
     """xPos's relative upper bound is of its scores, zeta_i^(r/gamma) e^{i r theta_i} on pair
     i (Sun et al. 2022), written out from the paper's zeta; not RoPE's, which ignores it."""
     d, R, gamma = 16, 40, 8.0
-    params = EncodingParams(d_model=d, n_heads=1, xpos_scale_base=gamma)
-    module = XPos(params)
+    module = build("xpos", {"xpos": {"scale_base": gamma}}, d_model=d)
     theta = module.frequencies().tolist()
     zeta = [(2 * i / d + 0.4) / 1.4 for i in range(d // 2)]
     want = []
@@ -292,9 +292,8 @@ def test_xpos_bound_carries_its_scale_against_double_loop():
         want.append(sum(partial) / (d // 2))
     got = long_term_decay.relative_upper_bound(module.frequencies(), R, CPU, module.pair_decay)
     torch.testing.assert_close(got, torch.tensor(want, dtype=torch.float64), rtol=1e-12, atol=0)
-    rope = long_term_decay.relative_upper_bound(
-        Rotary(params).frequencies(), R, CPU, Rotary(params).pair_decay
-    )
+    plain = build("rope", d_model=d)
+    rope = long_term_decay.relative_upper_bound(plain.frequencies(), R, CPU, plain.pair_decay)
     assert got[0] == rope[0] and bool((got[1:] < rope[1:]).all())  # the scale only lowers it
 
 
@@ -315,7 +314,7 @@ def test_near_window_is_half_a_period_of_the_fastest_wave():
     assert sinusoidal.near_window(omega, 2.0) == 6
     assert sinusoidal.near_window(0.5, 1.0) == 6  # a slower fastest wave widens the window
     # An encoding's own waves count: a module with a faster wave narrows the window.
-    fast = Sinusoidal(EncodingParams(d_model=8, base=10000.0))
+    fast = build("sinusoidal", {"sinusoidal": {"base": 10000.0}}, d_model=8)
     assert sinusoidal.fastest_frequency([(8, 10000.0)], [fast]) == 1.0
 
 
@@ -341,7 +340,7 @@ def test_compute_tiny_all_claims_pass_and_is_deterministic():
         name, d = label.rsplit(" d=", 1)
         spearman = first.evidence["decay_spearman"][label]
         if ratio > th["decay_max_far_ratio"] or spearman > th["decay_max_spearman"]:
-            module = build(name, EncodingParams(d_model=int(d), **ENCODING_CFG))
+            module = build(name, ENCODING_CFG, d_model=int(d))
             assert 2 * module.frequencies().numel() < int(d), label
     again = sm.compute(context())
     assert again.rows["kernel_properties"] == first.rows["kernel_properties"]
@@ -389,16 +388,13 @@ def test_selection_follows_the_registry():
     assert set(m.evidence["fixed"]) == {e for e in positional if not REGISTRY[e].learned}
     # Without trained models a learned encoding is in no claim: its random draw is a contrast.
     assert set(m.evidence["invariant"]) == {e for e in positional if not REGISTRY[e].learned}
-    params = EncodingParams(d_model=16, n_heads=2, **ENCODING_CFG)
     assert m.evidence["rotary"] == [
-        e
-        for e in REGISTRY
-        if isinstance(build(e, params), QKEncoding) and build(e, params).frequencies() is not None
+        e for e in REGISTRY if REGISTRY[e].planar_rotation and REGISTRY[e].waves
     ]
     assert m.evidence["rotary"]  # the built-in RoPE is one
 
 
-class _ShortSinusoidal(Sinusoidal):
+class _ShortSinusoidal(InputEncoding):
     """Vaswani et al.'s table with base 500: a sinusoidal encoding not in the registry file."""
 
     def input_encoding(self, positions):
@@ -413,38 +409,33 @@ class _ShortRotary(Rotary):
     """RoPE with base 500."""
 
     def __init__(self, params):
-        super().__init__(params)
-        self.base = 500.0
+        super().__init__(replace(params, hyper=RotaryParams(base=500.0)))
 
 
 @pytest.fixture
-def toys():
-    names = ("toy_sim_table", "toy_sim_rotary")
-    register(
+def toys(registered):
+    return registered(
         EncodingSpec(
-            names[0],
+            "toy_sim_table",
             "input",
             _ShortSinusoidal,
             relative=False,
             learned=False,
             citation="a test's toy",
             summary="Sinusoidal with base 500.",
-        )
-    )
-    register(
+        ),
         EncodingSpec(
-            names[1],
+            "toy_sim_rotary",
             "qk",
             _ShortRotary,
             relative=True,
             learned=False,
             citation="a test's toy",
             summary="RoPE with base 500.",
-        )
+            waves=True,
+            planar_rotation=True,
+        ),
     )
-    yield names
-    for name in names:
-        REGISTRY.pop(name, None)
 
 
 def test_an_encoding_registered_from_outside_flows_through(toys):
@@ -572,7 +563,7 @@ def test_trained_kernel_is_the_naive_reference_on_the_pairs_a_causal_model_score
 
 def test_a_bidirectional_bias_kernel_is_kept_whole():
     """Bidirectional attention scores every pair: nothing is masked, the module's own kernel."""
-    module = build(LEARNED[-1], EncodingParams(d_model=16, n_heads=2, **ENCODING_CFG))
+    module = build(LEARNED[-1], ENCODING_CFG, d_model=16, n_heads=2)
     with torch.no_grad():
         for weight in module.parameters():
             weight.normal_()
@@ -645,11 +636,10 @@ class _PairBias(BiasEncoding):
 
 
 @pytest.fixture
-def pair_bias():
-    name = "toy_sim_pair_bias"
-    register(
+def pair_bias(registered):
+    (name,) = registered(
         EncodingSpec(
-            name,
+            "toy_sim_pair_bias",
             "bias",
             _PairBias,
             relative=True,  # as a plugin might declare it: the claim has to find out
@@ -658,8 +648,7 @@ def pair_bias():
             summary="A learned bias per position pair.",
         )
     )
-    yield name
-    REGISTRY.pop(name, None)
+    return name
 
 
 def _by_offset(module):

@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from posenc.analysis import Context, Measurements
-from posenc.encodings import REGISTRY, EncodingParams, QKEncoding, build
+from posenc.encodings import REGISTRY, build
 
 from .kernels import kernel_module, trained_kernels
 from .long_term_decay import decay_summary, relative_upper_bound
@@ -62,7 +62,7 @@ def _matrix_rows(matrix: Tensor, row: str, col: str, value: str, **fixed) -> lis
 def compute(ctx: Context) -> Measurements:
     """Seed values, sweep profiles, every configured encoding's kernel and its properties
     (learned encodings as trained, with their random draws as a contrast), and the relative
-    upper bound of every rotary encoding (a QK encoding with frequencies)."""
+    upper bound of every rotary encoding (declared planar rotations with waves)."""
     cfg, kc, rc = ctx.cfg, ctx.cfg["kernels"], ctx.cfg["rope_decay"]
     sc, device = cfg["seed"], ctx.device
 
@@ -109,15 +109,13 @@ def compute(ctx: Context) -> Measurements:
         kernels.append((row, K))
         properties.append({**row, **kernel_properties(K, cfg["window"])})
 
-    # Su et al.'s bound reads the rotation frequencies of a query/key transform: every rotary
-    # encoding configured, at each head width d (one head of width d).
-    rotary = [
-        e for e, m in modules.items() if isinstance(m, QKEncoding) and m.frequencies() is not None
-    ]
+    # Su et al.'s bound reads the frequencies of a query/key transform that turns pairs: every
+    # such encoding configured (planar rotations with waves), at each head width d (one head).
+    rotary = [e for e in modules if REGISTRY[e].planar_rotation and REGISTRY[e].waves]
     bounds = {}
     for encoding in rotary:
         for d in rc["dims"]:
-            module = build(encoding, EncodingParams(d_model=d, n_heads=1, **ctx.encoding))
+            module = build(encoding, ctx.encoding, d_model=d)
             bounds[encoding, d] = relative_upper_bound(
                 module.frequencies(), rc["max_distance"], device, module.pair_decay
             ).cpu()

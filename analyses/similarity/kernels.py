@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from posenc.encodings import REGISTRY, EncodingParams, PositionalEncoding, build
+from posenc.encodings import REGISTRY, PositionalEncoding, build
 from posenc.train import load_checkpoint
 
 
@@ -25,14 +25,14 @@ def kernel_module(
     parameters redrawn from N(0, learned_init_std^2), the untrained contrast to the trained
     modules of :func:`load_trained` (the registry starts T5's bias at zero, where it is NoPE)."""
     torch.manual_seed(seed)
-    params = EncodingParams(
+    module = build(
+        encoding,
+        encoding_cfg,
         d_model=d_model,
         n_heads=n_heads,
         max_len=n_positions,
         angle_dtype=torch.float64,
-        **encoding_cfg,
     )
-    module = build(encoding, params)
     if REGISTRY[encoding].learned:
         for p in module.parameters():
             nn.init.normal_(p, std=learned_init_std)
