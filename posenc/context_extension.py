@@ -67,7 +67,7 @@ def rope_base(model: nn.Module, base: float) -> Iterator[None]:
     """Temporarily evaluate ``model``'s RoPE with ``base``; restored afterwards, even on error."""
     rotary = rotary_of(model)
     if rotary is None:
-        raise ValueError("rope_base needs a model with the rope encoding")
+        raise ValueError("rope_base needs a model whose encoding declares rescalable frequencies")
     previous = rotary.base
     rotary.base = base
     try:

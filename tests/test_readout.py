@@ -8,7 +8,7 @@ import math
 import pytest
 import torch
 
-from posenc.encodings import EncodingParams, build
+from posenc.encodings import build
 from posenc.model import LanguageModel, ModelConfig, observing, query_temperature
 from posenc.readout import attention_readout
 
@@ -17,9 +17,9 @@ D, H = 16, 2
 
 def model(encoding: str) -> LanguageModel:
     torch.manual_seed(0)
-    params = EncodingParams(d_model=D, n_heads=H, max_len=64, t5_max_distance=64)
+    config = {"t5_bias": {"max_distance": 64}}
     cfg = ModelConfig(d_model=D, n_heads=H, n_layers=2)
-    return LanguageModel(11, cfg, build(encoding, params)).eval()
+    return LanguageModel(11, cfg, build(encoding, config, d_model=D, n_heads=H, max_len=64)).eval()
 
 
 @pytest.mark.parametrize("encoding", ["rope", "alibi", "t5_bias", "sinusoidal", "none"])

@@ -13,7 +13,7 @@ from posenc.corpora import corpus_file
 
 TASKS = ("lm", "passkey")
 # Press et al. (2022) train T5's bias at L_train >= 4x its maximum distance (extrapolation.t5_mild
-# follows them): the LM's L_train must be at least this multiple of encoding.t5_max_distance.
+# follows them): the LM's L_train must be at least this multiple of encoding.t5_bias.max_distance.
 T5_TRAIN_RATIO = 4
 # Li et al. (2024) train FIRE at 2048 and evaluate up to 8192: extrapolation.fire_best_long is
 # judged at this multiple of L_train, theirs, and shows the other lengths beside it.
@@ -55,14 +55,15 @@ def check_config(config: dict) -> list[str]:
             f"config key extrapolation.model.d_model = {d}: must split into n_heads = {h} heads "
             "of even width > 2 (RoPE rotates pairs; NTK scaling divides by head_dim - 2)"
         )
-    seq_len, t5_max = cfg["lm"]["seq_len"], config.get("encoding", {}).get("t5_max_distance")
+    t5 = config.get("encoding", {}).get("t5_bias", {})
+    seq_len, t5_max = cfg["lm"]["seq_len"], t5.get("max_distance")
     if t5_max and seq_len < T5_TRAIN_RATIO * t5_max:
         problems.append(
             f"config key extrapolation.lm.seq_len = {seq_len}: below {T5_TRAIN_RATIO} x "
-            f"encoding.t5_max_distance = {T5_TRAIN_RATIO * t5_max}; Press et al. (2022) train "
+            f"encoding.t5_bias.max_distance = {T5_TRAIN_RATIO * t5_max}; Press et al. (2022) train "
             f"T5's bias at L_train >= {T5_TRAIN_RATIO} x its maximum distance, so that its last "
             "bucket (every distance from about the maximum on) is trained: lower "
-            "encoding.t5_max_distance or raise the L_train"
+            "encoding.t5_bias.max_distance or raise the L_train"
         )
     for task in TASKS:
         multipliers = cfg[task]["eval"]["multipliers"]
