@@ -8,7 +8,7 @@ from torch import nn
 
 from posenc.context_extension import extension_setup, ntk_base, pi_positions, rope_base
 from posenc.data import PasskeyTask
-from posenc.encodings import inverse_frequencies
+from posenc.encodings import REGISTRY, inverse_frequencies
 from posenc.evaluate import (
     all_token_windows,
     bits_per_char,
@@ -242,13 +242,13 @@ def test_evaluate_lm_rows(encoding):
         device=CPU,
     )
     methods = {r["method"] for r in rows}
-    assert methods == ({"plain", "pi", "ntk"} if encoding == "rope" else {"plain"})
+    assert methods == {"plain", *REGISTRY[encoding].extensions}  # as the registry declares
     train_rows = [r for r in rows if r["split"] == "train"]
     assert len(train_rows) == 1 and train_rows[0]["length"] == 8 and train_rows[0]["defined"]
     for r in rows:
         undefined = encoding == "learned" and r["multiplier"] > 1
         assert r["defined"] is not undefined
-    if encoding == "rope":  # at L_train every extension is the plain model
+    if REGISTRY[encoding].extensions:  # at L_train every extension is the plain model
         at_one = {
             r["method"]: r["bits_per_char"]
             for r in rows
