@@ -33,15 +33,18 @@ XP_CORPUS = [corpora.corpus_file(XP["corpus"])] if corpora.corpus_file(XP["corpu
 
 
 def xp_train_settings(wildcards):
-    """All a training run depends on: its task's data, the model, the optimiser and the
-    encoding settings. A model with randomized positions (<encoding>+randomized) also trains
+    """All a training run depends on: its task's data, the model, the optimiser and its
+    encoding's settings. A model with randomized positions (<encoding>+randomized) also trains
     on L_rand; a plain model's settings do not name it, so changing L_rand retrains only
     those."""
+    encoding = variants.split_model(wildcards.encoding)[0]
     settings = {
         "data": XP_DATA[wildcards.task],
         "model": XP["model"],
         "train": XP[wildcards.task]["train"] | XP["training"],
-        "encoding": config["encoding"],
+        # Its encoding's own block of the encoding: settings, all it is built with: a change
+        # to another encoding's retrains nothing of this one.
+        "encoding": {encoding: config["encoding"].get(encoding, {})},
     }
     L_rand = variants.randomized_max_position(config, wildcards.encoding)
     return settings | ({"randomized_positions": L_rand} if L_rand else {})
