@@ -55,6 +55,11 @@ class PartialRotaryParams(RotaryParams):
 
 
 class Rotary(QKEncoding):
+    """Su et al. 2021 (RoPE): pair i of every query and key at position p turned by
+    p * base^(-2i/Dh) (:func:`apply_rope`). Its scaling hook (``base``, ``scaling``,
+    ``rotated_width``) is what context extensions rescale: the spec declares it
+    ``rescalable``."""
+
     def __init__(self, params: EncodingParams):
         super().__init__(params)
         check_even(params.head_dim, "rope head dimension")
