@@ -71,6 +71,14 @@ def test_a_plugin_encoding_reaches_every_analysis_and_the_report(toy_run, name):
         if spec.encodings_of is not None and name not in spec.encodings_of(config):
             continue  # an analysis of some encodings only, not configured for this one
         folder = toy_run / "results" / aid
+        # An analysis that cannot measure an encoding says so, with the reason (n/a), as it
+        # says of the plugin's counterpart.
+        not_measured = json.loads((folder / "metrics.json").read_text())["summary"].get(
+            "not_measured", {}
+        )
+        if name in not_measured:
+            assert COUNTERPART[name] in not_measured, f"{aid}: {name} n/a, unlike its counterpart"
+            continue
         data = _text([folder / "metrics.json", *(folder / f"{c}.csv" for c in spec.csvs)])
         if COUNTERPART[name] not in data:
             continue  # an analysis of other kinds of encoding
