@@ -87,7 +87,9 @@ def main(snakemake) -> None:
     for rows in spec.csvs:
         write_csv(out[f"csv_{rows}"], m.rows[rows])
     entries = present(spec, _module(p.root, p.analysis, "present"), m, ctx, out)
-    cfg = {**ctx.cfg, "thresholds": section_thresholds(ctx.config, p.analysis)}
+    # Its own thresholds, and by qualified name those of the sections it uses (spec.uses).
+    shared = section_thresholds({**ctx.config, p.analysis: ctx.cfg}, p.analysis)
+    cfg = {**ctx.cfg, "thresholds": shared}
     claims = evaluate(spec.claims, m.evidence, cfg, p.analysis)
     write_json(
         out.metrics,
