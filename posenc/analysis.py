@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -256,6 +257,11 @@ def load_spec(path: str | Path) -> AnalysisSpec:
     """The ``SPEC`` of one ``analyses/<id>/spec.py``, imported by file path: no package
     import, nothing heavy."""
     path = Path(path)
+    # A spec may import its own folder's other torch-free modules (the extrapolation section's
+    # claims.py) as ``analyses.<id>.<module>``: the folder holding analyses/ is their root.
+    root = str(path.resolve().parents[2])
+    if root not in sys.path:
+        sys.path.append(root)
     module_spec = importlib.util.spec_from_file_location(f"posenc_spec_{path.parent.name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
