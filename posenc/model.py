@@ -123,12 +123,14 @@ class Attention(nn.Module):
     ``_BiasWithGradAttention`` instead: same formula, several times faster there.
     """
 
-    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
+    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding, positional: bool = True):
         super().__init__()
         if cfg.d_model % cfg.n_heads:
             raise ValueError(f"d_model {cfg.d_model} is not divisible by n_heads {cfg.n_heads}")
         self.cfg = cfg
         self.encoding = encoding  # shared by every layer: one set of parameters per model
+        # False: a layer the encoding's layout leaves without position (a hybrid's NoPE layer).
+        self.positional = positional
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
         # Evaluation-time hooks, None in training and in ordinary evaluation (which then runs
@@ -146,9 +148,12 @@ class Attention(nn.Module):
         B, L, D = x.shape
         H = self.cfg.n_heads
         q, k, v = self.qkv(x).view(B, L, 3, H, D // H).permute(2, 0, 3, 1, 4)  # 3 × (B, H, L, Dh)
-        q, k = self.encoding.rotate(q, k, positions, positions)
-        if bias is None:
-            bias = self.encoding.score_bias(positions, positions, self.cfg.causal)  # (H, L, L)
+        if self.positional:
+            q, k = self.encoding.rotate(q, k, positions, positions)
+            if bias is None:
+                bias = self.encoding.score_bias(positions, positions, self.cfg.causal)
+        else:
+            bias = None
         if self.query_scale is not None:  # (L,) or (B, L) multipliers, one per query
             scale = self.query_scale(positions).to(q.dtype)
             q = q * (scale[None, None, :, None] if scale.dim() == 1 else scale[:, None, :, None])
@@ -196,10 +201,10 @@ class Attention(nn.Module):
 class Block(nn.Module):
     """Pre-LayerNorm block (GPT-2): x + Attn(LN(x)), then x + MLP(LN(x))."""
 
-    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding):
+    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding, positional: bool = True):
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.attn = Attention(cfg, encoding)
+        self.attn = Attention(cfg, encoding, positional)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(
             nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
@@ -213,6 +218,23 @@ class Block(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
+def layout(encoding: PositionalEncoding, n_layers: int) -> tuple[bool, ...]:
+    """The layers ``encoding`` acts in (:meth:`PositionalEncoding.layers`), checked: one bool
+    per layer, and every layer for an input encoding, which is added once before the stack."""
+    acts = tuple(encoding.layers(n_layers))
+    if len(acts) != n_layers or not all(isinstance(a, bool) for a in acts):
+        raise ValueError(
+            f"{type(encoding).__name__}.layers({n_layers}) must give one bool per layer, got "
+            f"{acts!r}"
+        )
+    if encoding.acts_on == "input" and not all(acts):
+        raise ValueError(
+            f"{type(encoding).__name__} acts on the input, once before every layer: its layers() "
+            "cannot leave a layer out"
+        )
+    return acts
+
+
 class TransformerStack(nn.Module):
     """Blocks over continuous inputs (B, L, D): the object the equivariance analysis probes."""
 
@@ -220,7 +242,8 @@ class TransformerStack(nn.Module):
         super().__init__()
         self.cfg = cfg
         self.encoding = encoding
-        self.blocks = nn.ModuleList(Block(cfg, encoding) for _ in range(cfg.n_layers))
+        self.layout = layout(encoding, cfg.n_layers)
+        self.blocks = nn.ModuleList(Block(cfg, encoding, acts) for acts in self.layout)
 
     def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
         if positions is None:

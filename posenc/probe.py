@@ -153,9 +153,10 @@ def _probe_bias(module, spec, origin) -> None:
 def _probe_model(module, spec, origin) -> None:
     """The encoding inside a two-layer stack, causal and bidirectional: the model's own use of
     the hook (broadcasting, dtype casts) must work too."""
-    from posenc.model import ModelConfig, TransformerStack
+    from posenc.model import ModelConfig, TransformerStack, layout
 
     hook = HOOKS.get(spec.acts_on, "module")
+    _call("layers", origin, layout, module, 2)  # its per-layer layout, if it declares one
     x = torch.randn(2, LENGTH, D_MODEL, generator=torch.Generator().manual_seed(1))
     for causal in (False, True):
         cfg = ModelConfig(d_model=D_MODEL, n_heads=N_HEADS, n_layers=2, causal=causal)

@@ -28,6 +28,7 @@ from posenc.encodings import (
     PositionalEncoding,
     PositionOutOfRange,
     QKEncoding,
+    Rotary,
     RotaryParams,
     Sinusoidal,
     SinusoidalParams,
@@ -233,14 +234,27 @@ def naive_attention(x, attn, positions, causal, hooks=None):
     return y.transpose(1, 2).reshape(B, L, D) @ attn.out.weight.T + attn.out.bias
 
 
+class _Neutral:
+    """No position: a layer the encoding's layout leaves out."""
+
+    def rotate(self, q, k, q_pos, k_pos):
+        return q, k
+
+    def score_bias(self, q_pos, k_pos, causal):
+        return None
+
+
 def naive_stack(x, stack, positions, hooks=None):
-    """The pre-LayerNorm stack written out around :func:`naive_attention`."""
+    """The pre-LayerNorm stack written out around :func:`naive_attention`; the encoding acts
+    in the layers its declared layout names (``layers``), every one unless it says so."""
     hooks = stack.encoding if hooks is None else hooks
     pe = hooks.input_encoding(positions)
     if pe is not None:
         x = x + pe
-    for block in stack.blocks:
-        x = x + naive_attention(block.ln1(x), block.attn, positions, stack.cfg.causal, hooks)
+    acts = stack.encoding.layers(len(stack.blocks))
+    for block, here in zip(stack.blocks, acts, strict=True):
+        layer = hooks if here else _Neutral()
+        x = x + naive_attention(block.ln1(x), block.attn, positions, stack.cfg.causal, layer)
         x = x + block.mlp(block.ln2(x))
     return x
 
@@ -910,3 +924,48 @@ def test_xpos_and_rope_partial_quarter_in_a_stack_and_its_gradients(name, causal
     with torch.no_grad():  # relative: a shift of every position changes nothing
         moved = stack(x, positions + 1000)
     torch.testing.assert_close(moved, stack(x, positions))
+
+
+# ----------------------------------------------------------------------------- layouts
+
+
+def test_a_declared_layout_leaves_its_layers_without_position():
+    # The hybrid's layer 2 (k = 2) has no position: spreading the positions apart leaves its
+    # attention as it is, while the RoPE layer's turns.
+    enc = build("rope_nope_hybrid", {}, d_model=16, n_heads=4)
+    cfg = ModelConfig(d_model=16, n_heads=4, n_layers=4)
+    stack = TransformerStack(cfg, enc)
+    assert stack.layout == (True, False, True, False)
+    assert [b.attn.positional for b in stack.blocks] == [True, False, True, False]
+    plain = TransformerStack(
+        cfg,
+        build("rope_nope_hybrid", {"rope_nope_hybrid": {"nope_every": 3}}, d_model=16, n_heads=4),
+    )
+    assert plain.layout == (True, True, False, True)
+    x = torch.randn(1, 6, 16)
+    nope = stack.blocks[1].attn
+    with torch.no_grad():
+        same = nope(x, torch.arange(6)), nope(x, torch.arange(6) * 7)
+        turned = (
+            stack.blocks[0].attn(x, torch.arange(6)),
+            stack.blocks[0].attn(x, torch.arange(6) * 7),
+        )
+    torch.testing.assert_close(*same)
+    assert not torch.allclose(*turned)
+
+
+def test_a_layout_must_give_a_bool_per_layer_and_spare_input_encodings():
+    class Short(Rotary):
+        def layers(self, n_layers):
+            return (True,)
+
+    class Skipping(Sinusoidal):
+        def layers(self, n_layers):
+            return (False,) * n_layers
+
+    cfg = ModelConfig(d_model=8, n_heads=2, n_layers=2)
+    with pytest.raises(ValueError, match=r"layers\(2\) must give one bool per layer"):
+        TransformerStack(cfg, Short(EncodingParams(d_model=8, n_heads=2, hyper=RotaryParams())))
+    hyper = SinusoidalParams()
+    with pytest.raises(ValueError, match="acts on the input"):
+        TransformerStack(cfg, Skipping(EncodingParams(d_model=8, n_heads=2, hyper=hyper)))

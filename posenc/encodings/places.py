@@ -77,6 +77,13 @@ class PositionalEncoding(nn.Module):
     def score_bias(self, q_pos: Tensor, k_pos: Tensor, causal: bool) -> Tensor | None:
         return None  # else (H, Lq, Lk)
 
+    def layers(self, n_layers: int) -> tuple[bool, ...]:
+        """Its layout: in which of a stack's ``n_layers`` layers it acts (True), counted from
+        the input; every layer unless it says otherwise (a RoPE/NoPE hybrid's NoPE layers). The
+        model applies ``rotate`` and ``score_bias`` in those layers only; an input encoding,
+        added once before the stack, acts in all."""
+        return (True,) * n_layers
+
     def kernel(self, positions: Tensor) -> Tensor:
         """K(p, q) over ``positions``: how alike the encoding makes two positions. Shape (N, N).
 
