@@ -50,6 +50,8 @@ CURVES = {
     "xpos": [2.04, 2.3, 2.6, 2.8, 2.9],
     "kerple": [2.06, 2.05, 2.05, 2.05, 2.05],
     "fire": [2.02, 2.02, 2.02, 2.02, 2.02],
+    "rope_proportional": [2.04, 2.4, 2.8, 3.1, 3.3],  # rises less than RoPE (Barbero et al.)
+    "rope_nope_hybrid": [2.04, 2.3, 2.5, 2.6, 2.7],  # below RoPE far out (Yang et al.)
 }
 PASSKEY = {
     "none": [1.0, 0.95, 0.9],
@@ -61,6 +63,8 @@ PASSKEY = {
     "xpos": [1.0, 0.8, 0.4],
     "kerple": [1.0, 0.9, 0.8],
     "fire": [1.0, 0.9, 0.85],
+    "rope_proportional": [1.0, 0.8, 0.5],
+    "rope_nope_hybrid": [1.0, 0.8, 0.5],
     "rope+randomized": [1.0, 0.9, 0.7],  # a passkey model only, as the default config has it
 }
 RANDOMIZED = ("rope+randomized",)
@@ -282,6 +286,8 @@ def test_every_claim_has_a_verdict_from_the_numbers():
             "synthetic_length_generalization",
             "randomized_raises_passkey",
             "no_memorisation",
+            "hybrid_beats_rope_long",
+            "p_rope_degrades_less",
         }
     )
     assert {c["verdict"] for c in claims.values()} == {"pass"}, {
@@ -785,12 +791,17 @@ def test_the_new_encodings_claims_fail_when_the_data_do_not_support_them():
         fire=[2.02, 2.3, 2.6, 2.9, 3.0],  # worse than ALiBi and Kerple at 16x
         kerple=[2.06, 2.1, 2.2, 2.3, 2.4],  # rises by 0.34
         xpos=[2.04, 2.5, 3.0, 3.4, 3.7],  # rises more than RoPE
+        rope_proportional=[2.04, 2.6, 3.1, 3.6, 3.9],  # rises more than RoPE
+        rope_nope_hybrid=[2.04, 2.6, 3.2, 3.6, 3.8],  # above RoPE at 16x
     )
     _, claims = run(curves)
-    for name in ("fire_best_long", "kerple_flat", "xpos_degrades_less"):
+    new = ("fire_best_long", "kerple_flat", "xpos_degrades_less")
+    new += ("p_rope_degrades_less", "hybrid_beats_rope_long")
+    for name in new:
         assert claims[name]["verdict"] == "fail", name
-    _, claims = run(encodings=tuple(e for e in ENCODINGS if e not in ("fire", "kerple", "xpos")))
-    for name in ("fire_best_long", "kerple_flat", "xpos_degrades_less"):
+    absent = ("fire", "kerple", "xpos", "rope_proportional", "rope_nope_hybrid")
+    _, claims = run(encodings=tuple(e for e in ENCODINGS if e not in absent))
+    for name in new:
         assert claims[name]["verdict"] == "n/a" and "not configured" in claims[name]["reason"]
 
 

@@ -171,6 +171,27 @@ LITERATURE = (
         "length; Haviv et al. that causal attention infers position).",
         ("kazemnejad2023", "haviv2022"),
     ),
+    LengthClaim(
+        "hybrid_beats_rope_long",
+        ("rope_nope_hybrid", "rope"),
+        "beats_long",
+        "beats_margin_bits",
+        "RoPE layers interleaved with NoPE layers extrapolate better than RoPE alone: at "
+        "{longest}x L_train the hybrid's loss (mode b) is lower than RoPE's (Yang et al. 2025 "
+        "find their RoPE/NoPE hybrid beats full RoPE on long-context tasks; Llama 4 and SmolLM3 "
+        "ship it). Here the hybrid has two layers, the second NoPE.",
+        ("yang2025", "su2021"),
+    ),
+    LengthClaim(
+        "p_rope_degrades_less",
+        ("rope_proportional", "rope"),
+        "degrades_less",
+        "beats_margin_bits",
+        "p-RoPE degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
+        "1x to {longest}x L_train than RoPE's (Barbero et al. 2024: removing the lowest "
+        "frequencies keeps the semantic channels stable over long distances).",
+        ("barbero2024", "su2021"),
+    ),
 )
 
 
@@ -293,6 +314,8 @@ CLAIMS = (
     ),
     LENGTH_CLAIMS["t5_mild"],
     LENGTH_CLAIMS["nope_flat"],
+    LENGTH_CLAIMS["hybrid_beats_rope_long"],
+    LENGTH_CLAIMS["p_rope_degrades_less"],
     Claim(
         "extrapolation.alibi_passkey_long",
         "ALiBi's extrapolation carries over to retrieval: its passkey accuracy stays high "
