@@ -22,8 +22,10 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from posenc.encodings import PositionOutOfRange
 from posenc.evaluate import all_token_windows
-from posenc.model import observing
+from posenc.model import observing, query_temperature
+from posenc.temperature import logn
 
 CPU = torch.device("cpu")
 
@@ -81,3 +83,51 @@ def attention_readout(
         else:
             mass += [[None] * len(layers)] * len(chunk)
     return {"length": length, "window_bits": bits, "entropy": entropy, "far_mass": mass}
+
+
+def readouts(
+    model: nn.Module,
+    tokens: Tensor,
+    train_len: int,
+    multipliers: list[int],
+    *,
+    tokens_scored: int,
+    batch_tokens: int = 8192,
+    device: torch.device = CPU,
+) -> dict[str, list[dict[str, Any]]]:
+    """:func:`attention_readout` at every multiplier, plainly and under log-n query scaling
+    (``posenc.temperature.logn``; the same model as plain up to L_train, so from 2x on): the
+    ``readout`` of an evaluation record. A length the model has no encoding for (a learned
+    table past its rows) is left out."""
+    arms: dict[str, list[dict[str, Any]]] = {"plain": [], "logn": []}
+    for arm in arms:
+        for m in multipliers:
+            if arm == "logn" and m == 1:
+                continue
+            length = m * train_len
+            try:
+                if arm == "plain":
+                    out = attention_readout(
+                        model,
+                        tokens,
+                        length,
+                        train_len,
+                        tokens_scored=tokens_scored,
+                        batch_tokens=batch_tokens,
+                        device=device,
+                    )
+                else:
+                    with query_temperature(model, logn(train_len)):
+                        out = attention_readout(
+                            model,
+                            tokens,
+                            length,
+                            train_len,
+                            tokens_scored=tokens_scored,
+                            batch_tokens=batch_tokens,
+                            device=device,
+                        )
+            except PositionOutOfRange:
+                continue
+            arms[arm].append({"multiplier": m, **out})
+    return arms

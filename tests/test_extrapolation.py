@@ -31,6 +31,8 @@ THRESHOLDS = {
     "lm_learned_margin_bits": 0.0,
     "passkey_min_learners": 2,
     "plateau_bits": 0.02,
+    "mechanism_rank_min": 0.5,
+    "mechanism_min_encodings": 5,
 }
 # The aggregate's per-model status thresholds, from the same table.
 STATUS = {
@@ -163,7 +165,7 @@ def lm_record(encoding, seed, curves, gap=0.02, first_gap=0.01):
                 "defined": True,
             }
         )
-    return {
+    record = {
         "task": "lm",
         "encoding": encoding,
         "seed": seed,
@@ -172,6 +174,31 @@ def lm_record(encoding, seed, curves, gap=0.02, first_gap=0.01):
         "settings": {"segment": 64, "segment_windows": 64, "tokens": 4096},
         "rows": rows,
     }
+    if seed == 0:
+        record["readout"] = readout(curves[encoding])
+    return record
+
+
+def readout(curve):
+    """The attention read out of a hand-made LM (seed 0): its entropy rises with its loss (by a
+    tenth of it), its mass past L_train too, and log-n scaling takes 0.05 bits off past 1x."""
+    arms = {"plain": [], "logn": []}
+    for arm in arms:
+        for m, bits in zip(MULTIPLIERS, curve):
+            if bits is None or (arm == "logn" and m == 1):
+                continue
+            rise = bits - curve[0]
+            far = None if m == 1 else 0.1 + rise / 10
+            arms[arm].append(
+                {
+                    "multiplier": m,
+                    "length": 128 * m,
+                    "window_bits": windows(bits - (0.05 if arm == "logn" else 0.0)),
+                    "entropy": [[0.5 + rise / 10 + d] * 2 for d in WINDOW_NOISE],
+                    "far_mass": [[None if far is None else far + d] * 2 for d in WINDOW_NOISE],
+                }
+            )
+    return arms
 
 
 def passkey_record(encoding, seed, passkey=PASSKEY):
@@ -288,6 +315,8 @@ def test_every_claim_has_a_verdict_from_the_numbers():
             "no_memorisation",
             "hybrid_beats_rope_long",
             "p_rope_degrades_less",
+            "entropy_predicts_loss",
+            "logn_lowers_long_loss",
         }
     )
     assert {c["verdict"] for c in claims.values()} == {"pass"}, {

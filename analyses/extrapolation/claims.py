@@ -399,4 +399,53 @@ CLAIMS = (
         shows=("memorisation_gap",),
         unless="smoke_test",
     ),
+    Claim(
+        "extrapolation.entropy_predicts_loss",
+        "Attention dilution explains the loss rise past L_train: across the encodings whose "
+        "LMs learned, the rise of the attention's normalised entropy from 1x ranks with the "
+        "rise of the loss (Spearman's rho), at every length past L_train. The other standard "
+        "explanation, attention to relative distances never seen in training, is ranked the "
+        "same way beside it (Chiang and Cholak 2022 trace the dilution to softmax over more "
+        "keys; log-n scaling is their remedy).",
+        kind="empirical",
+        requires=(
+            Check(
+                "mechanism_encoding_count",
+                ">=",
+                "mechanism_min_encodings",
+                label="encodings whose LMs learned, ranked",
+            ),
+        ),
+        checks=(
+            Check(
+                "entropy_rank_correlation",
+                ">=",
+                "mechanism_rank_min",
+                label="Spearman's rho, entropy rise against bits/char rise",
+            ),
+        ),
+        shows=("far_mass_rank_correlation",),
+        references=("chiang2022",),
+        unless="smoke_test",
+    ),
+    Claim(
+        "extrapolation.logn_lowers_long_loss",
+        "Log-n query scaling (q x log_L_train(n) past L_train, n the keys a query sees; Chiang "
+        "and Cholak 2022, Qwen's use_logn_attn) lowers the loss at the longest length, without "
+        "training, for every encoding whose LMs learned; it leaves the model unchanged up to "
+        "L_train. The share of the entropy rise it removes is shown beside.",
+        kind="empirical",
+        requires=(LEARNED,),
+        checks=(
+            Check(
+                "logn_gain",
+                ">",
+                "beats_margin_bits",
+                label="plain minus log-n bits/char at the longest length",
+            ),
+        ),
+        shows=("logn_entropy_rise_removed",),
+        references=("chiang2022",),
+        unless="smoke_test",
+    ),
 )

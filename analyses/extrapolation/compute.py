@@ -32,6 +32,7 @@ from posenc.stats import Bootstrap
 
 from .evidence import evidence
 from .learned import lm_status, passkey_learners
+from .mechanism import flat_rows, mechanism
 from .rows import _encoding_index, lm_table, memorisation_gaps, passkey_table
 from .scores import Scores, series_of
 from .training import file_split, late_change, training_curves, training_table
@@ -206,6 +207,15 @@ def aggregate(
         references=baselines or {},
         min_learners=min_learners,
     )
+    # Why extrapolation fails: the attention read out of the seeds the config names, ranked
+    # across the encodings whose LMs learned (the whole margin interval above the threshold).
+    margin = ev.get("lm_learned_margin", {})
+    learned_lms = {e for e, r in margin.items() if r and r["low"] > learned_margin}
+    readout_rows, readout_ev = mechanism(
+        lm_evals, learned_lms, Bootstrap(intervals["resamples"], seed), intervals["level"]
+    )
+    ev |= readout_ev
+    summary["mechanism_seeds"] = sorted({e["seed"] for e in lm_evals if e.get("readout")})
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     if corpus.get("files"):  # a text of whole files (python-stdlib): what the prose describes
         summary["file_split"] = file_split(corpus, lm_log)
@@ -214,6 +224,7 @@ def aggregate(
             "lm_bits": lm_rows,
             "passkey_accuracy": passkey_rows,
             "training_timing": training_table(train_logs),
+            "mechanism": flat_rows(readout_rows),
             "training_curves": training_curves(train_logs),  # the figure's, not written
         },
         evidence=ev,

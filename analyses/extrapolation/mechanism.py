@@ -168,5 +168,32 @@ def mechanism(
                 draws = np.nan_to_num(1 - kept.draws / rise.draws, nan=0.0, posinf=0.0, neginf=0.0)
             removed[e] = ci(Resampled(1 - kept.point / rise.point, draws))
     evidence["logn_entropy_rise_removed"] = removed
+    # Log-n scaling against the plain model at the longest length, on the same windows: its
+    # fall in bits/char (positive: lower with it).
+    evidence["logn_gain"] = {
+        e: ci(plain - scaled)
+        for e in encodings
+        if (plain := stat(e, PLAIN, longest, "bits", None)) is not None
+        and (scaled := stat(e, "logn", longest, "bits", None)) is not None
+    }
     evidence["mechanism_encodings"] = judged
+    evidence["mechanism_encoding_count"] = len(judged)
     return rows, evidence
+
+
+def flat_rows(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows with each interval as three columns (``<name>``, ``<name>_low``,
+    ``<name>_high``), for the CSV and the table."""
+    out = []
+    for row in rows:
+        flat = {}
+        for key, value in row.items():
+            if isinstance(value, dict) or value is None and key not in ("encoding", "arm"):
+                value = value or {}
+                flat[key] = value.get("estimate")
+                flat[f"{key}_low"] = value.get("low")
+                flat[f"{key}_high"] = value.get("high")
+            else:
+                flat[key] = value
+        out.append(flat)
+    return out

@@ -11,6 +11,8 @@ from posenc.claims import interval_text
 from posenc.plotting import estimate_band, style, themed
 from posenc.variants import split_model
 
+from .present_mechanism import figure_mechanism, table_mechanism  # noqa: F401 -- the spec's
+
 # The plain model solid with its encoding's filled marker; its first, second, ... context
 # extension dashed, dotted, ... with a hollow marker of its own (same colour as the plain one).
 LINESTYLES = ("-", "--", ":", "-.")

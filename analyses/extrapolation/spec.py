@@ -84,6 +84,13 @@ def check_config(config: dict) -> list[str]:
             f"evaluation length (not of {', '.join(map(str, uneven))}), so that every length "
             "scores the same number of tokens in whole windows"
         )
+    readout = cfg["lm"]["eval"].get("mechanism")
+    longest = max(cfg["lm"]["eval"]["multipliers"]) * seq_len
+    if readout and readout["tokens"] % longest:
+        problems.append(
+            f"config key extrapolation.lm.eval.mechanism.tokens = {readout['tokens']}: must be a "
+            f"multiple of the longest evaluation length, {longest} (whole windows at every length)"
+        )
     segment = cfg["lm"]["eval"]["segment"]
     if segment > seq_len:
         problems.append(
@@ -161,7 +168,7 @@ def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
 SPEC = AnalysisSpec(
     id="extrapolation",
     title="Extrapolation: train short, test long",
-    csvs=("lm_bits", "passkey_accuracy", "training_timing"),
+    csvs=("lm_bits", "passkey_accuracy", "training_timing", "mechanism"),
     inputs=inputs,
     figures={
         "bits_vs_length": Figure(
@@ -190,6 +197,15 @@ SPEC = AnalysisSpec(
             "lines mark the reference bits/char of the validation text, uniform (log2 V), and "
             "unigram and bigram models estimated on the training text with add-one (Laplace) "
             "smoothing."
+        ),
+        "mechanism": Figure(
+            "Why the loss rises past L_train, at the longest length: each encoding's rise in "
+            "bits/char (mode a, read-out seeds {mechanism_seeds}) against the rise of its "
+            "attention's entropy over the keys each query sees, normalised by the log of their "
+            "number (attention dilution), and against the share of attention on keys farther "
+            "than any distance training showed (unseen relative positions); mean over layers, "
+            "bars: {interval_percent}% intervals over windows. Hollow: LMs that did not learn, "
+            "left out of the rank correlation in each title."
         ),
     },
     tables={
@@ -243,6 +259,15 @@ SPEC = AnalysisSpec(
         "training": Table(
             "Training runs: device, throughput, wall time, peak memory (timings).",
             csv="training_timing",
+        ),
+        "mechanism": Table(
+            "The attention read out of the LMs (seeds {mechanism_seeds}) at every length, mode "
+            "(a) windows: bits/char and its rise from 1x, the normalised entropy of each "
+            "query's attention (1: uniform over the keys it sees) and its rise from 1x, and the "
+            "share of attention on keys at distance >= L_train; mean over layers (each layer in "
+            "the CSV) [{interval_percent}% interval over windows], without query scaling and "
+            "with log-n scaling (q x log_L_train(n) past L_train).",
+            csv="mechanism",
         ),
     },
     # The training runs' speed and memory differ between identical runs: timing.json.

@@ -17,6 +17,7 @@ from posenc.device import device_name, resolve_device
 from posenc.encodings import REGISTRY
 from posenc.evaluate import evaluate_lm, evaluate_passkey, gap_rows
 from posenc.io import write_json
+from posenc.readout import readouts
 from posenc.train import build_model, load_checkpoint
 from posenc.workflow import setup
 
@@ -50,6 +51,19 @@ def compute(
             extensions=REGISTRY[meta["encoding"]].extensions,
             randomized=randomized,
         )
+        mechanism = settings.get("mechanism") or {}
+        if meta["seed"] in mechanism.get("seeds", []) and randomized is None:
+            # The attention read out, for the mechanism table (posenc.readout): on the seeds
+            # the config names only, as it costs more than scoring.
+            record["readout"] = readouts(
+                model,
+                corpus.val,
+                meta["train_len"],
+                settings["multipliers"],
+                tokens_scored=mechanism["tokens"],
+                batch_tokens=settings["batch_tokens"],
+                device=device,
+            )
         if "first_epoch" in meta:  # the model after one pass over its training text
             snapshot = build_model(
                 meta["vocab_size"],
