@@ -5,7 +5,8 @@ aggregate, which reads every model's evaluation and training log."""
 
 from pathlib import Path
 
-from analyses.extrapolation.claims import CLAIMS, FIRE_JUDGED_AT, T5_TRAIN_RATIO
+from analyses.extrapolation.claims import CLAIMS
+from analyses.extrapolation.preconditions import FIRE_JUDGED_AT, T5_TRAIN_RATIO
 from posenc import paths, variants
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.corpora import corpus_file

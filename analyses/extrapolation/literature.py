@@ -1,0 +1,172 @@
+"""The literature's claims on how a model's loss moves beyond L_train, as one table: each row
+an encoding (and the one it is compared with), a direction, a threshold key and the paper's
+numbers or words; :func:`length_claim` makes each a claim on the models that learned."""
+
+from typing import NamedTuple
+
+from analyses.extrapolation.preconditions import T5_TRAIN_RATIO, learned
+from posenc.claims import Check, Claim
+
+
+class LengthClaim(NamedTuple):
+    """One of the literature's claims on how a model's loss moves beyond L_train, as the
+    claims below judge it: what the paper reports, and the direction and threshold that
+    decide it."""
+
+    claim: str  # the id, after "extrapolation."
+    encodings: tuple[str, ...]  # the encoding, and the one it is compared with (if any)
+    direction: str  # a key of DIRECTIONS
+    threshold: str
+    statement: str  # with the paper's numbers, or its words
+    references: tuple[str, ...]
+    also_shows: tuple[str, ...] = ()  # shown beside the direction's own context
+
+
+# What each direction measures on the same scored tokens (mode b), how it is compared with its
+# threshold, the check's label, and the losses shown beside it; {e} is the encoding, {other}
+# the one it is compared with.
+CHANGE_SHOWS = ("bits_at_1x.{e}", "bits_at_longest.{e}")
+DIRECTIONS = {
+    "degrades": ("far_change.{e}", ">=", "{e} bits/char increase", CHANGE_SHOWS),
+    "degrades_mildly": ("far_change.{e}", "<", "{e} bits/char increase", CHANGE_SHOWS),
+    "flat": ("far_change.{e}", "<=", "{e} bits/char change", CHANGE_SHOWS),
+    "beats_long": (
+        "far_lead.{e}.{other}",
+        ">",
+        "{other} minus {e} bits/char",
+        ("bits_at_longest.{e}", "bits_at_longest.{other}"),
+    ),
+    "degrades_less": (
+        "far_change_lead.{e}.{other}",
+        ">",
+        "{other}'s rise minus {e}'s rise, bits/char",
+        ("far_change.{e}", "far_change.{other}"),
+    ),
+}
+
+LITERATURE = (
+    LengthClaim(
+        "sinusoidal_degrades",
+        ("sinusoidal",),
+        "degrades",
+        "degrade_min_bits",
+        "Sinusoidal degrades beyond L_train: its bits/char on the same scored tokens (mode b) rise "
+        "from 1x to {longest}x L_train (Press et al.: 20.05 -> 406 ppl at 30x).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "rope_degrades",
+        ("rope",),
+        "degrades",
+        "degrade_min_bits",
+        "RoPE degrades beyond L_train: its bits/char on the same scored tokens (mode b) rise from "
+        "1x to {longest}x L_train (Press et al.: 20.07 -> 79.3 ppl).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "alibi_flat",
+        ("alibi",),
+        "flat",
+        "flat_margin_bits",
+        "ALiBi's loss stays flat (or falls) beyond L_train: its bits/char on the same scored "
+        "tokens (mode b) at {longest}x L_train are about those at 1x. Flat says the longer context "
+        "does no harm, not that the model uses it: Press et al. attribute the flat loss to ALiBi's "
+        "recency bias, which down-weights distant tokens, and trace its gain in non-overlapping "
+        "windows (19.73 -> 18.31 ppl) to their early tokens getting more context (App. B). Mode "
+        "a's change, where that effect is, is shown beside mode b's.",
+        ("press2022",),
+        also_shows=("far_change_all.alibi",),
+    ),
+    LengthClaim(
+        "alibi_beats_sinusoidal_long",
+        ("alibi", "sinusoidal"),
+        "beats_long",
+        "beats_margin_bits",
+        "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et al.: "
+        "18.31 vs 406 ppl).",
+        ("press2022",),
+    ),
+    LengthClaim(
+        "kerple_flat",
+        ("kerple",),
+        "flat",
+        "flat_margin_bits",
+        "Kerple's logarithmic bias stays flat beyond L_train, like ALiBi: its bits/char (mode b) "
+        "at {longest}x L_train are about those at 1x (Chi et al. 2022 report perplexity flat or "
+        "falling to 16x the training length).",
+        ("chi2022",),
+    ),
+    LengthClaim(
+        "xpos_degrades_less",
+        ("xpos", "rope"),
+        "degrades_less",
+        "beats_margin_bits",
+        "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from 1x to "
+        "{longest}x L_train than RoPE's (Sun et al. 2022).",
+        ("sun2022", "su2021"),
+    ),
+    LengthClaim(
+        "t5_mild",
+        ("t5_bias",),
+        "degrades_mildly",
+        "degrade_min_bits",
+        "T5's bucketed relative bias, trained as Press et al. train it (L_train at least "
+        f"{T5_TRAIN_RATIO}x its maximum distance, checked before any run, so that its last "
+        "bucket, shared by every "
+        "distance from about the maximum on, is trained), degrades only mildly beyond L_train: its "
+        "bits/char (mode b) rise from 1x to {longest}x L_train by less than what counts as "
+        "degrading (Press et al.: 19.65 -> 22.9 ppl at 30x, where sinusoidal reaches 406).",
+        ("press2022", "raffel2020"),
+    ),
+    LengthClaim(
+        "nope_flat",
+        ("none",),
+        "flat",
+        "flat_margin_bits",
+        "A causal model without positional encoding extrapolates: NoPE's bits/char (mode b) at "
+        "{longest}x L_train are about those at 1x (Kazemnejad et al. find NoPE generalises in "
+        "length; Haviv et al. that causal attention infers position).",
+        ("kazemnejad2023", "haviv2022"),
+    ),
+    LengthClaim(
+        "hybrid_beats_rope_long",
+        ("rope_nope_hybrid", "rope"),
+        "beats_long",
+        "beats_margin_bits",
+        "RoPE layers interleaved with NoPE layers extrapolate better than RoPE alone: at "
+        "{longest}x L_train the hybrid's loss (mode b) is lower than RoPE's (Yang et al. 2025 "
+        "find their RoPE/NoPE hybrid beats full RoPE on long-context tasks; Llama 4 and SmolLM3 "
+        "ship it). Here the hybrid has two layers, the second NoPE.",
+        ("yang2025", "su2021"),
+    ),
+    LengthClaim(
+        "p_rope_degrades_less",
+        ("rope_proportional", "rope"),
+        "degrades_less",
+        "beats_margin_bits",
+        "p-RoPE degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
+        "1x to {longest}x L_train than RoPE's (Barbero et al. 2024: removing the lowest "
+        "frequencies keeps the semantic channels stable over long distances).",
+        ("barbero2024", "su2021"),
+    ),
+)
+
+
+def length_claim(row: LengthClaim) -> Claim:
+    """The claim of one row of :data:`LITERATURE`, on the models that learned the LM task."""
+    evidence, op, label, shows = DIRECTIONS[row.direction]
+    names = dict(zip(("e", "other"), row.encodings))
+    return Claim(
+        f"extrapolation.{row.claim}",
+        row.statement,
+        kind="empirical",
+        requires=learned(*row.encodings),
+        checks=(Check(evidence.format(**names), op, row.threshold, label=label.format(**names)),),
+        shows=tuple(s.format(**names) for s in shows) + row.also_shows,
+        references=row.references,
+        unless="smoke_test",
+    )
+
+
+# By id: the ledger lists each where it stands among the other claims, in the order it always had.
+LENGTH_CLAIMS = {row.claim: length_claim(row) for row in LITERATURE}
