@@ -23,13 +23,18 @@ CHILD = """
 import json, resource, sys, time
 import torch, yaml
 sys.path.insert(0, {root!r})
-from analyses.aliasing import compute
+import logging
+from analyses.aliasing.compute import compute
+from posenc.analysis import Context
 config = yaml.safe_load(open({config!r}))
 cfg = config["aliasing"]
 cfg["max_log2_len"] = {log2}
 torch.set_num_threads({threads})
+ctx = Context(cfg=cfg, seed=config["seed"], encodings=config["encodings"],
+              encoding=config["encoding"], device=torch.device("cpu"),
+              log=logging.getLogger("aliasing"))
 start = time.perf_counter()
-compute(cfg, config["seed"], config["encoding"], torch.device("cpu"))
+compute(ctx)
 seconds = time.perf_counter() - start
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 print(json.dumps({{"seconds": seconds, "peak_rss_mb": peak}}))
