@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from posenc import references
+from posenc import references, variants
 
 
 def section_files(sections: Mapping[str, Any]) -> list[str]:
@@ -86,4 +86,37 @@ def report_plan(
             for r in rules
             if "code" in r.params.keys() and isinstance(r.params.code, str)
         },
+    }
+
+
+def train_settings(config: dict, data: Mapping[str, Any], task: str, model: str) -> dict:
+    """All a training run of the extrapolation study depends on: its task's data (``data``:
+    by task), the model, the optimiser and its encoding's settings. A model with randomized
+    positions (<encoding>+randomized) also trains on L_rand; a plain model's settings do not
+    name it, so changing L_rand retrains only those."""
+    xp = config["extrapolation"]
+    encoding = variants.split_model(model)[0]
+    settings = {
+        "data": data[task],
+        "model": xp["model"],
+        "train": xp[task]["train"] | xp["training"],
+        # Its encoding's own block of the encoding: settings, all it is built with: a change
+        # to another encoding's retrains nothing of this one.
+        "encoding": {encoding: config["encoding"].get(encoding, {})},
+    }
+    max_position = variants.randomized_max_position(config, model)
+    return settings | ({"randomized_positions": max_position} if max_position else {})
+
+
+def finetune_settings(config: dict, method: str, scale: int) -> dict:
+    """What a fine-tune of the extension study reads: the method's parameters, the optimiser
+    and the data; the base model is the rule's input file, so retraining it fine-tunes
+    again."""
+    ext = config["extension"]
+    return {
+        "method": method,
+        "scale": scale,
+        "params": ext["params"].get(method, {}),
+        "train": ext["finetune"]["train"] | config["extrapolation"]["training"],
+        "snapshots": ext["finetune"]["snapshots"],
     }

@@ -91,7 +91,8 @@ rule report:
         # Snakemake's log in .snakemake/log.
         benchmarks=paths.BENCHMARKS,
         snakemake_logs=".snakemake/log",
-        templates=str(TEMPLATE_DIR),
+        # The templates' folder, where the stylesheet sits (from the input: no fixed path).
+        templates=lambda w, input: str(Path(input.stylesheet).parent),
         screen_css=screen_digest(STYLESHEET),
         code=code_digest(REPORT_SCRIPT, with_plugins=False),
     script:
@@ -119,7 +120,8 @@ rule report_pdf:
         mem_mb=2000,
         runtime=10,
     params:
-        templates=str(TEMPLATE_DIR),
+        # The templates' folder, where the stylesheet sits (from the input: no fixed path).
+        templates=lambda w, input: str(Path(input.stylesheet).parent),
         code=code_digest(PDF_SCRIPT, with_plugins=False),
     script:
         PDF_SCRIPT

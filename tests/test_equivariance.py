@@ -20,8 +20,10 @@ CPU = torch.device("cpu")
 ENCODING_CFG = {
     "t5_bias": {"num_buckets": 8, "max_distance": 16},
     "fire": {"threshold": 8.0},
-    # Heads of 4 here: partial RoPE's default quarter would rotate one dimension (refused).
+    # Heads of 4 here: partial RoPE's default quarter would rotate one dimension (refused),
+    # and p-RoPE's would turn int(0.25 x 4 // 2) = 0 pairs (refused by its config check).
     "rope_partial": {"fraction": 0.5},
+    "rope_proportional": {"proportion": 0.5},
 }
 ALL = list(REGISTRY)
 IDS = {c.id for c in SPEC.claims}

@@ -5,7 +5,7 @@
 # The continued-training control is one more arm of the same rules: method "plain" (no scaling,
 # as stages.method_rope reads it) at s = 1, i.e. the base model trained on with the same recipe
 # on windows of L_train (the aggregate asks for it: spec.CONTROL).
-from posenc import paths
+from posenc import paths, ruleset
 
 EXT = config["extension"]
 EXT_ARMS = [*EXT["methods"], "plain"]
@@ -25,18 +25,6 @@ wildcard_constraints:
     scale=r"\d+",
 
 
-def ext_finetune_settings(wildcards):
-    """What a fine-tune reads: the method's parameters, the optimiser and the data; the base
-    model is the rule's input file, so retraining it fine-tunes again."""
-    return {
-        "method": wildcards.method,
-        "scale": int(wildcards.scale),
-        "params": EXT["params"].get(wildcards.method, {}),
-        "train": EXT["finetune"]["train"] | config["extrapolation"]["training"],
-        "snapshots": EXT["finetune"]["snapshots"],
-    }
-
-
 rule extension_finetune:
     input:
         model=EXT_BASE_MODEL,
@@ -53,7 +41,8 @@ rule extension_finetune:
         runtime=EXT_RESOURCES["runtime"],
         gpu=EXT_RESOURCES["gpu"],
     params:
-        settings=ext_finetune_settings,
+        # What a fine-tune reads (posenc.ruleset.finetune_settings).
+        settings=lambda w: ruleset.finetune_settings(config, w.method, int(w.scale)),
         code=code_digest(FINETUNE_SCRIPT, with_plugins=False),
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],

@@ -5,7 +5,7 @@
 # encoding); evaluation settings are params of the evaluation rule alone.
 import platform
 
-from posenc import corpora, paths
+from posenc import corpora, paths, ruleset
 
 XP = config["extrapolation"]
 XP_TASKS = ("lm", "passkey")
@@ -32,24 +32,6 @@ XP_DATA = {
 XP_CORPUS = [corpora.corpus_file(XP["corpus"])] if corpora.corpus_file(XP["corpus"]) else []
 
 
-def xp_train_settings(wildcards):
-    """All a training run depends on: its task's data, the model, the optimiser and its
-    encoding's settings. A model with randomized positions (<encoding>+randomized) also trains
-    on L_rand; a plain model's settings do not name it, so changing L_rand retrains only
-    those."""
-    encoding = variants.split_model(wildcards.encoding)[0]
-    settings = {
-        "data": XP_DATA[wildcards.task],
-        "model": XP["model"],
-        "train": XP[wildcards.task]["train"] | XP["training"],
-        # Its encoding's own block of the encoding: settings, all it is built with: a change
-        # to another encoding's retrains nothing of this one.
-        "encoding": {encoding: config["encoding"].get(encoding, {})},
-    }
-    L_rand = variants.randomized_max_position(config, wildcards.encoding)
-    return settings | ({"randomized_positions": L_rand} if L_rand else {})
-
-
 rule extrapolation_train:
     input:
         corpus=lambda w: XP_CORPUS if w.task == "lm" else [],
@@ -71,7 +53,8 @@ rule extrapolation_train:
         runtime=XP["resources"]["runtime"],
         gpu=XP["resources"]["gpu"],
     params:
-        settings=xp_train_settings,
+        # All a training run depends on (posenc.ruleset.train_settings).
+        settings=lambda w: ruleset.train_settings(config, XP_DATA, w.task, w.encoding),
         # The training code (the script and what it imports) and the model's own plugin: a
         # change of meaning there retrains, and re-keys the shared cache.
         code=code_digest(TRAIN_SCRIPT, with_plugins=False),

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from posenc.encodings.functional import angles, inverse_frequencies
+from posenc.encodings.functional import inverse_frequencies
 from posenc.encodings.places import EncodingParams, PositionalEncoding
 from posenc.encodings.registry import EncodingSpec, register, setting
 from posenc.encodings.rotary import Rotary, RotaryParams
@@ -65,8 +65,11 @@ class ProportionalRotary(Rotary):
         return omega
 
     def _cos_sin(self, positions: Tensor, width: int, dtype: torch.dtype):
-        theta = angles(positions, width, self.base, dtype)  # RoPE's own rounding
-        theta[..., self.kept :] = 0.0
+        # As angles(): frequencies in float64, cast once, one rounding of the product; a still
+        # pair's angle is p * 0 (so a position that overflows ``dtype`` is NaN there too, as
+        # the aliasing analysis computes it).
+        omega = self.frequencies().to(device=positions.device, dtype=dtype)
+        theta = positions.to(dtype)[:, None] * omega[None, :]
         return theta.cos(), theta.sin()
 
     def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
