@@ -16,6 +16,7 @@ is compared with come from one computation.
 from __future__ import annotations
 
 import math
+from contextlib import nullcontext
 from typing import Any
 
 import torch
@@ -105,8 +106,10 @@ def readouts(
             if arm == "logn" and m == 1:
                 continue
             length = m * train_len
+            # log-n scaling as evaluation-time query temperature; the plain arm without it.
+            scaled = query_temperature(model, logn(train_len)) if arm == "logn" else nullcontext()
             try:
-                if arm == "plain":
+                with scaled:
                     out = attention_readout(
                         model,
                         tokens,
@@ -116,17 +119,6 @@ def readouts(
                         batch_tokens=batch_tokens,
                         device=device,
                     )
-                else:
-                    with query_temperature(model, logn(train_len)):
-                        out = attention_readout(
-                            model,
-                            tokens,
-                            length,
-                            train_len,
-                            tokens_scored=tokens_scored,
-                            batch_tokens=batch_tokens,
-                            device=device,
-                        )
             except PositionOutOfRange:
                 continue
             arms[arm].append({"multiplier": m, **out})

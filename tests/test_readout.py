@@ -10,7 +10,7 @@ import torch
 
 from posenc.encodings import build
 from posenc.model import LanguageModel, ModelConfig, observing, query_temperature
-from posenc.readout import attention_readout
+from posenc.readout import attention_readout, readouts
 
 D, H = 16, 2
 
@@ -95,3 +95,15 @@ def test_query_temperature():
             block.attn.qkv.bias[:D].zero_()
     with torch.no_grad():
         torch.testing.assert_close(flat, u(x), rtol=0, atol=1e-5)
+
+
+def test_readouts_cover_every_length_plainly_and_under_logn_but_none_past_a_table():
+    tokens = torch.randint(0, 11, (400,))
+    out = readouts(model("rope"), tokens, 8, [1, 2, 4], tokens_scored=32)
+    assert [r["multiplier"] for r in out["plain"]] == [1, 2, 4]
+    assert [r["multiplier"] for r in out["logn"]] == [2, 4]  # the same model up to L_train
+    assert out["logn"][0]["window_bits"] != out["plain"][1]["window_bits"]
+    learned = build("learned", {}, d_model=D, n_heads=H, max_len=8)
+    table = LanguageModel(11, ModelConfig(d_model=D, n_heads=H, n_layers=2), learned).eval()
+    out = readouts(table, tokens, 8, [1, 2], tokens_scored=16)
+    assert [r["multiplier"] for r in out["plain"]] == [1] and out["logn"] == []
