@@ -34,6 +34,7 @@ EXT_TIMING = f"{EXT_FINETUNE_DIR}/timing.json"
 EXT_RESUME = "results/extension/resume/{encoding}/{method}/s{scale}/seed{seed}.pt"
 EXT_ZERO_SHOT = "results/extension/eval/zero_shot/{encoding}/seed{seed}.json"
 EXT_EVALUATION = "results/extension/eval/finetune/{encoding}/{method}/s{scale}/seed{seed}.json"
+EXT_STRETCH = "results/extension/eval/stretch/{encoding}/seed{seed}.json"
 
 # The report's page, which `posenc card` names when it is done.
 REPORT_PAGE = "results/report/index.html"

@@ -237,6 +237,7 @@ def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
     config["encodings"] = ["rope", "rope_partial"]
     config["complexity"]["head_dim"] = 4
     config["extrapolation"]["randomized_positions"]["encodings"] = {"lm": [], "passkey": []}
+    config["extension"]["stretch"]["encodings"] = ["rope"]
     with pytest.raises(ConfigError) as err:
         validate_config(config, schema(), with_encoding_checks(tmp_path))
     message = str(err.value)

@@ -245,6 +245,8 @@ CLAIMS = {
     "yarn_finetunes_faster",
     "finetuned_beats_continued_training",
     "yarn_finetuned_below_continued_training",
+    "longrope_beats_pi_zero_shot",
+    "llama4_temperature_lowers_long_loss",
 }
 
 
@@ -286,12 +288,17 @@ def hand_made(
     control_gain=0.03,
     method_gain_past_train=None,
     learned_margin=(0.6, 0.5, 0.7),
+    longrope_zero_shot=2.2,
+    llama4_gain=0.05,
+    alibi_margin=(0.4, 0.3, 0.5),
 ):
     """Aggregate and judge hand-made records. Every method fine-tunes from 2.6 at s x L_train
     (YaRN from ``yarn_zero_shot``) down to ``pi_after`` (YaRN to ``yarn_after``); the
     continued-training control falls by ``control_gain`` over the fine-tune, linearly in the
-    steps, at every length."""
-    zs, tuned, logs, timings = [], [], [], {}
+    steps, at every length. The stretches: RoPE and ALiBi, each temperature ``llama4_gain``
+    (log-n 0.05) below plain past L_train; RoPE's LongRoPE at ``longrope_zero_shot`` there (PI
+    zero-shot is at 2.6)."""
+    zs, tuned, logs, timings, stretched = [], [], [], {}, []
     model = {"rotated_width": 16, "base": 10000.0, "train_len": 128}
     last = max(CFG["finetune"]["snapshots"])
     runs = [(m, s) for m in CFG["methods"] for s in CFG["finetune"]["scales"]]
@@ -325,6 +332,23 @@ def hand_made(
                 "rows": record_rows(bits),
             }
         )
+        for e in ("rope", "alibi"):
+            arms = {"plain": 0.0, "logn": 0.05, "llama4": llama4_gain}
+            stretch = {
+                (arm, 1, m): plain_bits(m) - (gain if m > 1 else 0.0)
+                for arm, gain in arms.items()
+                for m in CFG["zero_shot"]["multipliers"]
+            }
+            if e == "rope":
+                stretch.update(
+                    {
+                        ("longrope", m, m): longrope_zero_shot if m > 1 else plain_bits(1)
+                        for m in CFG["zero_shot"]["multipliers"]
+                    }
+                )
+            stretched.append(
+                {"encoding": e, "seed": seed, "device": "cpu", "rows": record_rows(stretch)}
+            )
         for method, s in runs:
             tuned.append(
                 tuned_record(seed, method, s, lambda step, m, x=method: method_bits(x, step))
@@ -341,10 +365,9 @@ def hand_made(
             }
             logs.append(log)
             timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
-    margin = {"rope": interval(*learned_margin)}
-    m = compute.aggregate(
-        zs, tuned, logs, timings, CFG, {"level": 0.95, "resamples": 200}, 0, margin
-    )
+    margin = {"rope": interval(*learned_margin), "alibi": interval(*alibi_margin)}
+    intervals = {"level": 0.95, "resamples": 200}
+    m = compute.aggregate(zs, tuned, logs, timings, CFG, intervals, 0, margin, stretched)
     cfg = {**CFG, "thresholds": section_thresholds(CONFIG, SPEC.id)}
     ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
     return m, {c["id"].split(".", 1)[1]: c for c in ledger}
@@ -452,6 +475,15 @@ def default_config():
         (lambda x: x["finetune"].update(snapshots=[50]), "extension.finetune.snapshots"),
         (lambda x: x["zero_shot"].update(multipliers=[2, 4]), "zero_shot.multipliers"),
         (lambda x: x.update(encodings=["kerple_x"]), "extension.encodings"),
+        (lambda x: x["stretch"].update(encodings=["kerple_x"]), "extension.stretch.encodings"),
+        (
+            lambda x: x["stretch"].update(longrope_profile="llama-2-7b"),
+            "extension.stretch.longrope_profile: zoo model 'llama-2-7b' ships no longrope",
+        ),
+        (
+            lambda x: x["stretch"].update(longrope_profile="phi-9"),
+            "extension.stretch.longrope_profile: no zoo model 'phi-9'",
+        ),
     ],
 )
 def test_bad_extension_config_names_the_key(edit, message):
@@ -548,3 +580,35 @@ def test_claims_on_base_models_that_did_not_learn_are_inconclusive(margin):
     # And back: the same numbers with a base model that learned decide as before.
     _, claims = hand_made(learned_margin=(0.3, 0.2, 0.4))
     assert {c["verdict"] for c in claims.values()} == {"pass"}
+
+
+def test_the_stretch_claims_decide_from_the_numbers_and_each_encoding_that_learned():
+    m, claims = hand_made()
+    lead = m.evidence["longrope_zero_shot_lead"]
+    assert set(lead) == {"2x", "4x", "8x"}  # longrope_lead_multipliers [2, 8], past L_train
+    assert lead["2x"]["estimate"] == pytest.approx(0.4)
+    assert m.evidence["llama4_long_gain"]["alibi"]["estimate"] == pytest.approx(0.05)
+    # LongRoPE worse than PI without fine-tuning fails; a temperature that raises the loss too.
+    _, claims = hand_made(longrope_zero_shot=2.7, llama4_gain=-0.05)
+    assert claims["longrope_beats_pi_zero_shot"]["verdict"] == "fail"
+    assert claims["llama4_temperature_lowers_long_loss"]["verdict"] == "fail"
+    # ALiBi's LMs did not learn: its entry is inconclusive, so a pass elsewhere cannot make the
+    # claim hold for every encoding, while a fail on RoPE (which learned) refutes it.
+    _, claims = hand_made(alibi_margin=(-0.2, -0.3, -0.1))
+    assert claims["llama4_temperature_lowers_long_loss"]["verdict"] == "inconclusive"
+    _, claims = hand_made(alibi_margin=(-0.2, -0.3, -0.1), llama4_gain=-0.05)
+    assert claims["llama4_temperature_lowers_long_loss"]["verdict"] == "fail"
+    # The table: one row per encoding and arm, LongRoPE only where the frequencies rescale.
+    from analyses.extension.present import table_stretch
+
+    _, rows = table_stretch(m, None)
+    assert [r[:2] for r in rows] == [
+        ["rope", "plain"],
+        ["rope", "log-n query scaling"],
+        ["rope", "Llama 4 temperature"],
+        ["rope", "LongRoPE (published profile)"],
+        ["alibi", "plain"],
+        ["alibi", "log-n query scaling"],
+        ["alibi", "Llama 4 temperature"],
+    ]
+    assert rows[0][-1] == "—" and rows[1][-1].startswith("-0.050")

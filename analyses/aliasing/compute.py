@@ -37,7 +37,7 @@ from .errors import angle_and_encoding_errors, error_positions, fp32_angle_fits
 from .evidence import FLOAT16, evidence
 from .exact import exact_min_distances, lengths_grid, neighbours_closest_from
 from .rows import _find as _find  # present.py reads it from here
-from .tables import Variant, angle_tables, learned_tables, not_measured
+from .tables import Variant, angle_tables, learned_tables, not_measured, spectra
 
 
 def compute(ctx: Context) -> Measurements:
@@ -86,6 +86,8 @@ def compute(ctx: Context) -> Measurements:
             "tables": [
                 {"encoding": e, "width": tab.width, "base": tab.base} for e, tab in tables.items()
             ],
+            "spectra": spectra(tables),
+            "rope_head_dim": cfg["rope_head_dim"],
             "variants": [v.name for v in variants],
             "scan_checks": checks,
             "neighbours_closest_from_d": neighbours_closest_from(min_distance, cfg, n),

@@ -98,6 +98,33 @@ def figure_min_distance(m: Measurements, ctx: Context):
 
 
 @themed
+def figure_spectra(m: Measurements, ctx: Context):
+    """Every table's frequency per pair, side by side; pairs that never turn at the bottom."""
+    spectra = m.summary["spectra"]
+    fig, axes = _panels(len(spectra), width=3.2)
+    if not spectra:
+        _none_configured(axes[0])
+        return fig
+    turning = [w for row in spectra for w in row["omega"] if w > 0]
+    floor = min(turning) / 10 if turning else 1e-6
+    for ax, row in zip(axes, spectra):
+        look = style(row["encoding"])
+        pairs = list(range(row["pairs"]))
+        moving = [(i, w) for i, w in zip(pairs, row["omega"]) if w > 0]
+        still = [i for i, w in zip(pairs, row["omega"]) if w == 0]
+        if moving:
+            ax.plot(*zip(*moving), marker=look["marker"], color=look["color"], ls="", ms=4)
+        if still:
+            ax.plot(still, [floor] * len(still), marker="x", color="0.45", ls="", ms=4)
+        ax.set_yscale("log")
+        ax.set_xlabel("pair i of the vector")
+        ax.set_title(f"{row['encoding']} ({len(moving)} of {row['pairs']} turn)", fontsize=9)
+        ax.grid(alpha=0.3)
+    axes[0].set_ylabel("ω_i (radians per position); x: never turns")
+    return fig
+
+
+@themed
 def figure_distinct(m: Measurements, ctx: Context):
     """Distinct fraction against L, one panel per table, one line per variant."""
     tables, variants = m.summary["tables"], m.summary["variants"]

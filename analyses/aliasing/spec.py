@@ -46,6 +46,12 @@ SPEC = AnalysisSpec(
             "closest pair is a pair of neighbours; drops: two distant positions come close "
             "(near-collisions)."
         ),
+        "spectra": Figure(
+            "The frequencies of every table of angles, side by side: ω_i of each pair of the "
+            "vector it encodes (a head of {rope_head_dim}, or d_model), log scale; a cross at "
+            "the bottom marks a pair that never turns (outside the rotated width, or kept "
+            "still)."
+        ),
         "distinct": Figure(
             "Distinct encodings among positions 0..L−1 as a fraction of L (exact count), one "
             "panel per table of angles (width and base in its title). Solid: naive (positions "
@@ -236,7 +242,15 @@ SPEC = AnalysisSpec(
             shows=("learned_error", "learned_in_range_shape"),
         ),
     ),
-    references=("seed_article", "vaswani2017", "su2021", "carter1979", "higham2002"),
+    references=(
+        "seed_article",
+        "vaswani2017",
+        "su2021",
+        "carter1979",
+        "higham2002",
+        "black2022",
+        "barbero2024",
+    ),
     # One thread: the chunks are too small for a second thread to pay, and a multi-threaded
     # kernel on a busy machine waits at every barrier for a descheduled thread (measured: 26 s
     # with one thread against 180 s with two while other jobs held both cores).

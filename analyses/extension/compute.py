@@ -21,8 +21,10 @@ from posenc.stats import Bootstrap
 
 from .evidence import evidence
 from .frequencies import _plain, frequency_rows, yarn_ramp_gaps
+from .longrope import published_profile
 from .scores import PLAIN, Scores
 from .spec import CONTROL
+from .stretched import stretch_measure
 
 DEFAULT_INTERVALS = {"level": 0.95, "resamples": 2000}
 
@@ -34,9 +36,12 @@ def compute(ctx: Context) -> Measurements:
     timings = {t["label"]: t for t in map(read_json, ctx.inputs["timings"])}
     ctx.log.info("%d zero-shot, %d fine-tune evaluations", len(zero_shot), len(tuned))
     intervals = ctx.config["extrapolation"]["intervals"]
+    stretched = [read_json(f) for f in ctx.inputs.get("stretch", [])]
     (base,) = (read_json(f)["evidence"] for f in ctx.inputs["base_evidence"])
     learned = base.get("lm_learned_margin", {})
-    return aggregate(zero_shot, tuned, logs, timings, ctx.cfg, intervals, ctx.seed, learned)
+    return aggregate(
+        zero_shot, tuned, logs, timings, ctx.cfg, intervals, ctx.seed, learned, stretched
+    )
 
 
 def aggregate(
@@ -48,9 +53,11 @@ def aggregate(
     intervals: dict[str, Any] | None = None,
     seed: int = 0,
     learned_margin: dict[str, Any] | None = None,
+    stretched: list[dict] | None = None,
 ) -> Measurements:
     """``learned_margin``: each base model's bits/char below the interpolated trigram at
-    L_train, as the extrapolation section measured it (the claims' precondition)."""
+    L_train, as the extrapolation section measured it (the claims' precondition);
+    ``stretched``: the zero-shot stretch evaluations of every stretched LM."""
     intervals = intervals or DEFAULT_INTERVALS
     scores = Scores(zero_shot, tuned, Bootstrap(intervals["resamples"], seed), intervals["level"])
     ci, zs, ft = scores.ci, scores.zs, scores.ft
@@ -65,6 +72,17 @@ def aggregate(
     ev = evidence(scores, cfg, encodings, model)
     ev["base_learned_margin"] = {
         e: margin for e, margin in (learned_margin or {}).items() if e in encodings
+    }
+    profile = published_profile(cfg["stretch"]["longrope_profile"])
+    stretch_scores = Scores(stretched or [], [], scores.bootstrap, scores.level)
+    stretch_cells, stretch_ev = stretch_measure(
+        stretched or [], stretch_scores, scores, cfg, encodings
+    )
+    ev |= stretch_ev
+    ev["stretch_learned_margin"] = {
+        e: margin
+        for e, margin in (learned_margin or {}).items()
+        if e in {c["encoding"] for c in stretch_cells}
     }
 
     zs_cells = [
@@ -138,7 +156,13 @@ def aggregate(
         "zero_shot": zs_cells,
         "finetune": ft_cells,
         "yarn_rounding": rounding,
-        "devices": sorted({e["device"] for e in zero_shot + tuned}),
+        "devices": sorted({e["device"] for e in zero_shot + tuned + (stretched or [])}),
+        "stretch": stretch_cells,
+        "stretch_encodings": list(dict.fromkeys(c["encoding"] for c in stretch_cells)),
+        "llama4_beta": cfg["stretch"]["llama4_beta"],
+        "longrope_profile": cfg["stretch"]["longrope_profile"],
+        "longrope_pairs": len(profile["long_factor"]),
+        "longrope_scale": profile["scale"],
     }
     freq_table = [
         {
@@ -157,6 +181,12 @@ def aggregate(
             "frequencies": freq_table,
             "zero_shot_bits": zs_rows,
             "finetune_bits": ft_rows,
+            "stretch_bits": [
+                {k: v for k, v in c.items() if k != "vs_plain"}
+                | {f"vs_plain_{k}": v for k, v in (c["vs_plain"] or {}).items()}
+                for c in stretch_cells
+                if c.get("estimate") is not None
+            ],
             "training": training,
         },
         evidence=ev,

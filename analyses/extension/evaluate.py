@@ -1,5 +1,6 @@
-"""Evaluate a trained RoPE-family LM with every context-extension method (zero-shot), or one
-fine-tune's snapshots (``scoring``); this script only unpacks ``snakemake``."""
+"""Evaluate a trained RoPE-family LM with every context-extension method (zero-shot), one
+fine-tune's snapshots (``scoring``), or any trained LM with the stretches that apply to it
+(``stretch``: query temperature, LongRoPE); this script only unpacks ``snakemake``."""
 
 import sys
 from pathlib import Path
@@ -14,14 +15,19 @@ from posenc.workflow import setup
 
 # The workflow's own analyses package (three folders up), not an installed copy.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from analyses.extension import scoring, stages  # noqa: E402
+from analyses.extension import scoring, stages, stretch  # noqa: E402
 
 
 def main(snakemake):
     w, p = snakemake.wildcards, snakemake.params
     plugins.load(snakemake.config.get("plugins", []), Path(snakemake.scriptdir).parents[1])
     tuned = "snapshots" in snakemake.input.keys()
-    name = f"{w.encoding}/{w.method}/s{w.scale}" if tuned else f"{w.encoding}/zero_shot"
+    stretched = "stretch" in snakemake.output.keys()
+    name = (
+        f"{w.encoding}/{w.method}/s{w.scale}"
+        if tuned
+        else f"{w.encoding}/{'stretch' if stretched else 'zero_shot'}"
+    )
     log = setup(snakemake, f"extension.evaluate.{name.replace('/', '.')}.seed{w.seed}")
     device = resolve_device(p.device)
     model, meta = load_checkpoint(snakemake.input.model, device)
@@ -31,12 +37,17 @@ def main(snakemake):
         "train_len": meta["train_len"],
         "device": device_name(device),
         "settings": dict(p.settings),
-        # What the methods rescale: the rotated width, the base and the original length.
-        "model": {
-            "rotated_width": stages.rotary(model).rotated_width,
-            "base": stages.rotary(model).base,
-            "train_len": meta["train_len"],
-        },
+    }
+    if stretched:
+        record["rows"] = stretch.stretch(model, meta, p.settings, device)
+        write_json(snakemake.output.stretch, record)
+        log.info("%s seed %s: %d rows on %s", name, w.seed, len(record["rows"]), record["device"])
+        return
+    # What the methods rescale: the rotated width, the base and the original length.
+    record["model"] = {
+        "rotated_width": stages.rotary(model).rotated_width,
+        "base": stages.rotary(model).base,
+        "train_len": meta["train_len"],
     }
     if tuned:
         saved = torch.load(snakemake.input.snapshots, map_location=device, weights_only=True)

@@ -21,6 +21,16 @@ LOOKS = {
     "dynamic": ("tab:brown", "v", (0, (3, 1, 1, 1))),
     "yarn": ("tab:red", "D", "-."),
     "llama3": ("tab:olive", "P", (0, (5, 2))),
+    # The stretches of every trained LM (query temperature, LongRoPE).
+    "logn": ("tab:blue", "o", "--"),
+    "llama4": ("tab:pink", "X", ":"),
+    "longrope": ("tab:cyan", "*", "-."),
+}
+# What a reader sees for each stretch arm.
+ARM_LABELS = {
+    "logn": "log-n query scaling",
+    "llama4": "Llama 4 temperature",
+    "longrope": "LongRoPE (published profile)",
 }
 
 
@@ -229,5 +239,73 @@ def table_training(m: Measurements, ctx: Context):
             f"{t['wall_s']:.1f}" if t.get("wall_s") else "—",
         ]
         for t in m.rows["training"]
+    ]
+    return columns, rows
+
+
+@themed
+def figure_stretch(m: Measurements, ctx: Context):
+    """Bits/char against length for every stretched LM, one panel per encoding."""
+    import matplotlib.pyplot as plt
+
+    s = m.summary
+    encodings = s["stretch_encodings"]
+    ncols = min(4, len(encodings))
+    nrows = -(-len(encodings) // ncols)
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharex=True
+    )
+    for ax in axes.flat[len(encodings) :]:
+        ax.set_visible(False)
+    for ax, e in zip(axes.flat, encodings):
+        arms = list(dict.fromkeys(c["arm"] for c in s["stretch"] if c["encoding"] == e))
+        for arm in arms:
+            cells = [
+                c
+                for c in s["stretch"]
+                if c["encoding"] == e and c["arm"] == arm and c.get("estimate") is not None
+            ]
+            if cells:
+                xs = [c["multiplier"] * s["train_len"] for c in cells]
+                color, marker, ls = _look(arm, e)
+                _band(ax, xs, cells, color, marker, ls, ARM_LABELS.get(arm, arm))
+        ax.axvline(s["train_len"], color="0.6", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([k * s["train_len"] for k in s["multipliers"]])
+        ax.set_xticklabels([str(k * s["train_len"]) for k in s["multipliers"]], fontsize=8)
+        ax.set_title(e, fontsize=10)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    for ax in axes[-1]:
+        ax.set_xlabel("evaluation length L (tokens)")
+    for ax in axes[:, 0]:
+        ax.set_ylabel("bits/char (mode b)")
+    fig.tight_layout()
+    return fig
+
+
+def table_stretch(m: Measurements, ctx: Context):
+    s = m.summary
+    longest = max(s["multipliers"])
+    columns = [
+        "encoding",
+        "arm",
+        *[f"{k}x ({k * s['train_len']})" for k in s["multipliers"]],
+        f"minus plain at {longest}x",
+    ]
+    index = {(c["encoding"], c["arm"], c["multiplier"]): c for c in s["stretch"]}
+    arms = {e: [] for e in s["stretch_encodings"]}
+    for c in s["stretch"]:
+        if c["arm"] not in arms[c["encoding"]]:
+            arms[c["encoding"]].append(c["arm"])
+    rows = [
+        [
+            e,
+            ARM_LABELS.get(arm, arm),
+            *[cell(index.get((e, arm, k))) for k in s["multipliers"]],
+            "—" if arm == "plain" else cell(index.get((e, arm, longest), {}).get("vs_plain")),
+        ]
+        for e, order in arms.items()
+        for arm in order
     ]
     return columns, rows

@@ -5,7 +5,10 @@
 # The continued-training control is one more arm of the same rules: method "plain" (no scaling,
 # as stages.method_rope reads it) at s = 1, i.e. the base model trained on with the same recipe
 # on windows of L_train (the aggregate asks for it: spec.CONTROL).
+# A third evaluation stretches every trained LM zero-shot with what applies to it whatever its
+# encoding: query temperature, and LongRoPE where its frequencies are rescalable.
 from posenc import paths, ruleset
+from analyses.extension.longrope import published_profile
 
 EXT = config["extension"]
 EXT_ARMS = [*EXT["methods"], "plain"]
@@ -104,6 +107,35 @@ rule extension_evaluate:
         runtime=EXT_RESOURCES["runtime"],
     params:
         settings=EXT_EVAL,
+        code=EXT_EVALUATE_CODE,
+        plugin=lambda w: plugin_digest(w.encoding),
+        device=config["device"],
+    script:
+        EXT_EVALUATE_SCRIPT
+
+
+rule extension_stretch:
+    input:
+        model=EXT_BASE_MODEL,
+    output:
+        stretch=paths.EXT_STRETCH,
+    log:
+        log_path("extension/stretch/{encoding}/seed{seed}"),
+    benchmark:
+        bench_path("extension/stretch/{encoding}/seed{seed}")
+    threads: EXT_RESOURCES["threads"]
+    resources:
+        mem_mb=EXT_RESOURCES["mem_mb"],
+        runtime=EXT_RESOURCES["runtime"],
+    params:
+        # The published profile's factors travel in the settings: editing its zoo file
+        # re-evaluates.
+        settings=EXT_EVAL
+        | {
+            "temperatures": EXT["stretch"]["temperatures"],
+            "llama4_beta": EXT["stretch"]["llama4_beta"],
+            "longrope": published_profile(EXT["stretch"]["longrope_profile"]),
+        },
         code=EXT_EVALUATE_CODE,
         plugin=lambda w: plugin_digest(w.encoding),
         device=config["device"],

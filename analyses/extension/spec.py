@@ -64,6 +64,25 @@ BASE_LEARNED = (
 )
 
 
+def stretch_encodings(config: dict) -> list[str]:
+    """The trained LMs the zero-shot stretches (temperature, LongRoPE) apply to: every encoding
+    the extrapolation section trains, or the ones ``extension.stretch.encodings`` lists."""
+    chosen = config["extension"]["stretch"]["encodings"]
+    return list(config["encodings"]) if chosen == "all" else list(chosen)
+
+
+# Precondition of the stretch claims, per encoding: the same test as BASE_LEARNED, on every
+# stretched LM (BASE_LEARNED covers the RoPE-family models of the other claims only).
+STRETCH_LEARNED = (
+    Check(
+        "stretch_learned_margin",
+        ">",
+        "extrapolation.lm_learned_margin_bits",
+        label="base model bits/char below the interpolated trigram at L_train",
+    ),
+)
+
+
 def inputs(config: dict) -> dict[str, list[str]]:
     """Every base model's zero-shot evaluation, every fine-tune's evaluation, training log and
     timings (the outputs of the stages in ``rules.smk``)."""
@@ -76,6 +95,11 @@ def inputs(config: dict) -> dict[str, list[str]]:
         "finetune_evals": [paths.EXT_EVALUATION.format(**run) for run in runs],
         "train_logs": [paths.EXT_TRAIN_LOG.format(**run) for run in runs],
         "timings": [paths.EXT_TIMING.format(**run) for run in runs],
+        "stretch": [
+            paths.EXT_STRETCH.format(encoding=e, seed=s)
+            for e in stretch_encodings(config)
+            for s in seeds
+        ],
         # The base models' learned status, as the extrapolation section judged it.
         "base_evidence": [paths.METRICS.format(analysis="extrapolation")],
     }
@@ -115,6 +139,7 @@ def check_config(config: dict) -> list[str]:
                 f"config key extension.{key} = {multipliers}: must include 1 (at s = 1 every "
                 "method must be plain RoPE)"
             )
+    problems += _check_stretch(config, ext)
     finetune = ext["finetune"]
     for scale in finetune["scales"]:
         if scale not in finetune["eval_multipliers"]:
@@ -128,6 +153,31 @@ def check_config(config: dict) -> list[str]:
         problems.append(
             f"config key extension.finetune.snapshots = {finetune['snapshots']}: the last must be "
             f"extension.finetune.train.steps = {steps} (the fine-tune's end)"
+        )
+    return problems
+
+
+def _check_stretch(config: dict, ext: dict) -> list[str]:
+    from analyses.extension.longrope import published_profile
+
+    problems = []
+    stretch = ext["stretch"]
+    if stretch["encodings"] != "all":
+        untrained = [e for e in stretch["encodings"] if e not in config["encodings"]]
+        if untrained:
+            problems.append(
+                f"config key extension.stretch.encodings = {stretch['encodings']}: "
+                f"{', '.join(untrained)} not in encodings (no trained LM to stretch)"
+            )
+    try:
+        published_profile(stretch["longrope_profile"])
+    except (ValueError, KeyError) as err:
+        problems.append(f"config key extension.stretch.longrope_profile: {err}")
+    low, high = ext["thresholds"]["longrope_lead_multipliers"]
+    if low > high:
+        problems.append(
+            f"config key extension.thresholds.longrope_lead_multipliers = [{low}, {high}]: "
+            "the first must not exceed the second"
         )
     return problems
 
@@ -151,8 +201,8 @@ def check_registry(config: dict, encodings: dict[str, dict]) -> list[str]:
 
 SPEC = AnalysisSpec(
     id="extension",
-    title="Context extension: stretching a trained RoPE model",
-    csvs=("frequencies", "zero_shot_bits", "finetune_bits"),
+    title="Context extension: stretching trained models",
+    csvs=("frequencies", "zero_shot_bits", "finetune_bits", "stretch_bits"),
     inputs=inputs,
     uses=("seed", "device", "encodings", "encoding", "extrapolation"),
     figures={
@@ -162,6 +212,14 @@ SPEC = AnalysisSpec(
             "grey line), each method applied without fine-tuning at scale s = L / L_train; "
             "line: mean over {n_seeds} seeds, band: its {interval_percent}% interval "
             "(bootstrap over seeds and windows)."
+        ),
+        "stretch": Figure(
+            "Zero-shot stretches of every trained LM: validation bits/char (mode b) against "
+            "evaluation length, one panel per encoding; plain, log-n query scaling, Llama 4's "
+            "query temperature (beta = {llama4_beta}, L0 = L_train) and, where the frequencies "
+            "are rescalable, LongRoPE with {longrope_profile}'s published long factors placed "
+            "on our pairs; line: mean over {n_seeds} seeds, band: its {interval_percent}% "
+            "interval (bootstrap over seeds and windows)."
         ),
         "finetune": Figure(
             "Validation bits/char (mode b) at s x L_train against fine-tuning steps at s x "
@@ -184,6 +242,12 @@ SPEC = AnalysisSpec(
             "the same fine-tune on windows of L_train), at L_train and beyond: mean over seeds "
             "[{interval_percent}% interval].",
             csv="finetune_bits",
+        ),
+        "stretch": Table(
+            "Zero-shot stretches by encoding and arm (mode b): bits/char at each evaluation "
+            "length, mean over seeds [{interval_percent}% interval], and, for each arm, its "
+            "difference from the plain model at the longest length (negative: lower loss).",
+            csv="stretch_bits",
         ),
         "frequencies": Table(
             "What each method does to RoPE's {pairs} frequency pairs (head width {head_dim}, "
@@ -363,10 +427,63 @@ SPEC = AnalysisSpec(
             references=("peng2023",),
             unless="smoke_test",
         ),
+        Claim(
+            "extension.longrope_beats_pi_zero_shot",
+            "Without fine-tuning, LongRoPE's per-pair rescaling (a published profile, "
+            "Phi-3-mini-128k's long factors, placed on our pairs; the search itself does not "
+            "run at this scale) has a lower loss than Position Interpolation at "
+            "{longrope_low}x-{longrope_high}x L_train (Ding et al. 2024: the non-uniform "
+            "rescaling alone extends 8x without fine-tuning).",
+            kind="empirical",
+            requires=BASE_LEARNED,
+            checks=(
+                Check(
+                    "longrope_zero_shot_lead",
+                    ">",
+                    "beats_margin_bits",
+                    label="PI minus LongRoPE bits/char",
+                ),
+            ),
+            references=("ding2024", "chen2023"),
+            unless="smoke_test",
+        ),
+        Claim(
+            "extension.llama4_temperature_lowers_long_loss",
+            "Llama 4's query temperature, q x (1 + {llama4_beta} ln(floor((p + 1) / L0) + 1)) "
+            "with L0 = "
+            "L_train, lowers the loss at the longest length without training, for every "
+            "encoding, each judged only where its LMs learned (Meta ships it in Llama 4 for "
+            "length generalisation, on its NoPE layers; here on every layer).",
+            kind="empirical",
+            requires=STRETCH_LEARNED,
+            checks=(
+                Check(
+                    "llama4_long_gain",
+                    ">",
+                    "beats_margin_bits",
+                    label="plain minus Llama 4 temperature, bits/char at the longest length",
+                ),
+            ),
+            shows=("logn_long_gain",),
+            references=("meta2025llama4",),
+            unless="smoke_test",
+        ),
     ),
-    references=("chen2023", "bloc97_2023", "peng2023", "dubey2024", "su2021", "davison1997"),
+    references=(
+        "chen2023",
+        "bloc97_2023",
+        "peng2023",
+        "dubey2024",
+        "su2021",
+        "davison1997",
+        "ding2024",
+        "chiang2022",
+        "meta2025llama4",
+    ),
     resources=Resources(threads=1, mem_mb=2000, runtime=10),
     checks=(check_config,),
     registry_checks=(check_registry,),
-    encodings_of=lambda config: list(config["extension"]["encodings"]),
+    encodings_of=lambda config: list(
+        dict.fromkeys([*config["extension"]["encodings"], *stretch_encodings(config)])
+    ),
 )

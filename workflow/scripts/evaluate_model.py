@@ -19,13 +19,18 @@ from posenc.evaluate import evaluate_lm, evaluate_passkey, gap_rows
 from posenc.io import write_json
 from posenc.readout import readouts
 from posenc.train import build_model, load_checkpoint
-from posenc.workflow import setup
+from posenc.workflow import Timer, setup
 
 
 def compute(
-    model: torch.nn.Module, meta: dict[str, Any], settings: dict[str, Any], device: torch.device
+    model: torch.nn.Module,
+    meta: dict[str, Any],
+    settings: dict[str, Any],
+    device: torch.device,
+    log=None,
 ) -> dict[str, Any]:
-    """The evaluation record of one model; ``meta`` is its checkpoint metadata."""
+    """The evaluation record of one model; ``meta`` is its checkpoint metadata. ``log`` hears
+    what the readout cost (the job log, not the record, which is deterministic)."""
     record = {k: meta[k] for k in ("task", "encoding", "seed", "train_len")}
     # A model trained with randomized positions is shown (and aggregated) under its own name.
     record["encoding"] = meta.get("name", meta["encoding"])
@@ -55,15 +60,18 @@ def compute(
         if meta["seed"] in mechanism.get("seeds", []) and randomized is None:
             # The attention read out, for the mechanism table (posenc.readout): on the seeds
             # the config names only, as it costs more than scoring.
-            record["readout"] = readouts(
-                model,
-                corpus.val,
-                meta["train_len"],
-                settings["multipliers"],
-                tokens_scored=mechanism["tokens"],
-                batch_tokens=settings["batch_tokens"],
-                device=device,
-            )
+            with Timer() as t:
+                record["readout"] = readouts(
+                    model,
+                    corpus.val,
+                    meta["train_len"],
+                    settings["multipliers"],
+                    tokens_scored=mechanism["tokens"],
+                    batch_tokens=settings["batch_tokens"],
+                    device=device,
+                )
+            if log:
+                log.info("attention readout: %.2f s", t.seconds)
         if "first_epoch" in meta:  # the model after one pass over its training text
             snapshot = build_model(
                 meta["vocab_size"],
@@ -114,7 +122,7 @@ def main(snakemake):
     log = setup(snakemake, f"extrapolation.evaluate.{w.task}.{w.encoding}.seed{w.seed}")
     device = resolve_device(p.device)
     model, meta = load_checkpoint(snakemake.input.model, device)
-    record = compute(model, meta, p.settings, device)
+    record = compute(model, meta, p.settings, device, log)
     write_json(snakemake.output.evaluation, record)
     undefined = sum(not r["defined"] for r in record["rows"])
     log.info("%d rows (%d undefined) on %s", len(record["rows"]), undefined, record["device"])

@@ -1,0 +1,97 @@
+"""The extension section's zero-shot stretches of every trained LM: Llama 4's query
+temperature, LongRoPE's factors placed from a published profile, and the stage that scores
+them (each arm the plain model where it must be)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from test_extension import corpus_meta
+
+from analyses.extension import stretch
+from analyses.extension.longrope import longrope_params, placed_factors, published_profile
+from posenc.temperature import llama4, logn, temperature
+from posenc.train import build_model
+
+CPU = torch.device("cpu")
+PHI3 = "phi-3-mini-128k-instruct"
+
+
+def test_llama4_temperature_steps_at_every_multiple_of_l0():
+    scale = llama4(8, 0.1)
+    positions = torch.arange(40)
+    got = scale(positions)
+    # floor((p + 1) / 8): 0 up to p = 6, 1 from p = 7 (the 8th key), 2 from p = 15, ...
+    expected = [1 + 0.1 * math.log1p((p + 1) // 8) for p in range(40)]
+    torch.testing.assert_close(got, torch.tensor(expected, dtype=torch.float64))
+    assert got[6] == 1 and got[7] == 1 + 0.1 * math.log(2)
+    # log-n is 1 up to L0 keys and log_L0(n) beyond.
+    torch.testing.assert_close(logn(8)(positions)[:8], torch.ones(8, dtype=torch.float64))
+    assert logn(8)(torch.tensor([63]))[0].item() == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="unknown query temperature 'ssmax'"):
+        temperature("ssmax", 8)
+    with pytest.raises(ValueError, match="floor_scale"):
+        llama4(0, 0.1)
+
+
+def test_the_published_profile_returns_at_its_own_shape_and_scale():
+    profile = published_profile(PHI3)
+    assert profile["rotated_width"] == 96 and profile["scale"] == 32
+    # Its own head, base and scale: the published factors.
+    placed = placed_factors(profile, 96, profile["base"], profile["scale"])
+    assert placed == pytest.approx(profile["long_factor"], rel=1e-12)
+    # At s = 1 every factor is 1; at 16 pairs' frequencies between the published ones,
+    # interpolated in ln(factor); every factor grows with the scale and with the pair.
+    assert placed_factors(profile, 16, 10000.0, 1) == [1.0] * 8
+    ours = {s: placed_factors(profile, 16, 10000.0, s) for s in (2, 4, 16)}
+    for s, factors in ours.items():
+        assert factors == sorted(factors)
+        power = math.log(s) / math.log(32)
+        assert factors[0] == pytest.approx(profile["long_factor"][0] ** power)
+    assert all(a < b for a, b in zip(ours[2], ours[16], strict=True))
+    # Our pair 1 of 8 turns at 10000^(-1/8), Phi-3's pair 6 of 48 at the same frequency.
+    assert ours[16][1] == pytest.approx(profile["long_factor"][6] ** 0.8)
+    params = longrope_params(profile, 16, 10000.0, 4)
+    assert params["short_factor"] == [1.0] * 8 and params["long_factor"] == ours[4]
+
+
+SETTINGS = {
+    "zero_shot_multipliers": [1, 2],
+    "longest": 2,
+    "tokens": 64,
+    "segment": 4,
+    "segment_windows": 4,
+    "batch_tokens": 256,
+    "temperatures": ["logn", "llama4"],
+    "llama4_beta": 0.1,
+    "longrope": published_profile(PHI3),
+}
+
+
+@pytest.mark.parametrize("encoding", ["rope", "alibi"])
+def test_every_arm_is_the_plain_model_where_it_must_be(tmp_path, encoding):
+    meta, vocab = corpus_meta(tmp_path)
+    torch.manual_seed(0)
+    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 2}, encoding)
+    rows = stretch.stretch(model, meta, SETTINGS, CPU)
+    by = {(r["method"], r["multiplier"]): r for r in rows}
+    arms = ["plain", "logn", "llama4", *(["longrope"] if encoding == "rope" else [])]
+    assert list(dict.fromkeys(r["method"] for r in rows)) == arms
+    plain = by[("plain", 1)]["window_bits"]
+    # At L_train log-n and LongRoPE (short factors 1, attention factor 1) are the plain model;
+    # Llama 4's first step is at the L_train-th key, the last position of a window there.
+    assert by[("logn", 1)]["window_bits"] == plain
+    if encoding == "rope":
+        assert by[("longrope", 1)]["window_bits"] == plain
+        assert by[("longrope", 2)]["scale"] == 2
+    assert by[("llama4", 1)]["window_bits"] != plain
+    # Past L_train each arm changes the model.
+    for arm in arms[1:]:
+        assert by[(arm, 2)]["window_bits"] != by[("plain", 2)]["window_bits"], arm
+    # The hooks are gone afterwards: the plain model scores as before at every length.
+    again = stretch.stretch(model, meta, SETTINGS | {"temperatures": []}, CPU)
+    assert {r["multiplier"]: r["window_bits"] for r in again if r["method"] == "plain"} == {
+        m: by[("plain", m)]["window_bits"] for m in (1, 2)
+    }
