@@ -67,14 +67,11 @@ def stretch_measure(
         "longrope_low": low,
         "longrope_high": high,
         "longrope_profile": cfg["stretch"]["longrope_profile"],
-        "llama4_long_gain": {
-            e: g for e in arms if "llama4" in arms[e] and (g := gain(e, "llama4"))
-        },
-        "logn_long_gain": {e: g for e in arms if "logn" in arms[e] and (g := gain(e, "logn"))},
-        "longrope_long_gain": {
-            e: g for e in arms if "longrope" in arms[e] and (g := gain(e, "longrope"))
-        },
     }
+    for arm in ("logn", "llama4", "longrope"):  # each arm's gain where it ran
+        ev[f"{arm}_long_gain"] = {
+            e: g for e, order in arms.items() if arm in order and (g := gain(e, arm))
+        }
     ev["longrope_zero_shot_lead"] = {
         (f"{m}x" if len(rope) == 1 else f"{e} {m}x"): scores.ci(pi - longrope)
         for e in rope
