@@ -27,6 +27,7 @@ has less left to gain: a pass is strong evidence, and a fail says that YaRN's lo
 not that it could not have fallen more from PI's start. Continued training's own fall is common
 to both and cancels in the difference; the claim shows it beside it."""
 
+from analyses.extension.longrope import published_profile
 from posenc import paths
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
@@ -158,8 +159,6 @@ def check_config(config: dict) -> list[str]:
 
 
 def _check_stretch(config: dict, ext: dict) -> list[str]:
-    from analyses.extension.longrope import published_profile
-
     problems = []
     stretch = ext["stretch"]
     if stretch["encodings"] != "all":
