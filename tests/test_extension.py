@@ -19,6 +19,7 @@ import torch
 import yaml
 
 from analyses.extension import compute, stages
+from analyses.extension.longrope import published_profile
 from analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
 from posenc.claims import evaluate, interval, section_thresholds
 from posenc.data import lm_batches, load_corpus
@@ -237,6 +238,7 @@ def record_rows(bits_by_key):
 
 CONFIG = yaml.safe_load((ROOT / "config/config.yaml").read_text())
 CFG = CONFIG["extension"]
+PROFILE = published_profile(CFG["stretch"]["longrope_profile"])
 CLAIMS = {
     "scale_one_is_plain",
     "dynamic_plain_within_train",
@@ -347,7 +349,13 @@ def hand_made(
                     }
                 )
             stretched.append(
-                {"encoding": e, "seed": seed, "device": "cpu", "rows": record_rows(stretch)}
+                {
+                    "encoding": e,
+                    "seed": seed,
+                    "device": "cpu",
+                    "settings": {"longrope": PROFILE},
+                    "rows": record_rows(stretch),
+                }
             )
         for method, s in runs:
             tuned.append(

@@ -130,7 +130,7 @@ def learned_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> list[
 def spectra(tables: dict[str, AngleTable]) -> list[dict[str, Any]]:
     """Each table's frequencies over every pair of the vector it encodes (the head, or
     d_model): ω_i of its waves, 0 for a pair that never turns (a still pair, or one outside the
-    rotated width); ``rotated`` pairs carry waves. Two ways to turn a share of a head differ
+    rotated width). Two ways to turn a share of a head differ
     here: a spectrum over the rotated width alone, or the head's own fastest pairs kept."""
     rows = []
     for e, tab in tables.items():
@@ -140,7 +140,6 @@ def spectra(tables: dict[str, AngleTable]) -> list[dict[str, Any]]:
             {
                 "encoding": e,
                 "pairs": pairs,
-                "rotated": len(omega),
                 "omega": omega + [0.0] * (pairs - len(omega)),
             }
         )

@@ -21,7 +21,6 @@ from posenc.stats import Bootstrap
 
 from .evidence import evidence
 from .frequencies import _plain, frequency_rows, yarn_ramp_gaps
-from .longrope import published_profile
 from .scores import PLAIN, Scores
 from .spec import CONTROL
 from .stretched import stretch_measure
@@ -73,16 +72,15 @@ def aggregate(
     ev["base_learned_margin"] = {
         e: margin for e, margin in (learned_margin or {}).items() if e in encodings
     }
-    profile = published_profile(cfg["stretch"]["longrope_profile"])
-    stretch_scores = Scores(stretched or [], [], scores.bootstrap, scores.level)
-    stretch_cells, stretch_ev = stretch_measure(
-        stretched or [], stretch_scores, scores, cfg, encodings
-    )
+    stretched = stretched or []
+    # The LongRoPE profile the stretches ran with, as their settings carry it.
+    profile = next((r["settings"]["longrope"] for r in stretched), None)
+    stretch_scores = Scores(stretched, [], scores.bootstrap, scores.level)
+    stretch_cells, stretch_ev = stretch_measure(stretched, stretch_scores, scores, cfg, encodings)
     ev |= stretch_ev
+    stretch_encodings = list(dict.fromkeys(c["encoding"] for c in stretch_cells))
     ev["stretch_learned_margin"] = {
-        e: margin
-        for e, margin in (learned_margin or {}).items()
-        if e in {c["encoding"] for c in stretch_cells}
+        e: margin for e, margin in (learned_margin or {}).items() if e in stretch_encodings
     }
 
     zs_cells = [
@@ -156,13 +154,13 @@ def aggregate(
         "zero_shot": zs_cells,
         "finetune": ft_cells,
         "yarn_rounding": rounding,
-        "devices": sorted({e["device"] for e in zero_shot + tuned + (stretched or [])}),
+        "devices": sorted({e["device"] for e in zero_shot + tuned + stretched}),
         "stretch": stretch_cells,
-        "stretch_encodings": list(dict.fromkeys(c["encoding"] for c in stretch_cells)),
+        "stretch_encodings": stretch_encodings,
         "llama4_beta": cfg["stretch"]["llama4_beta"],
         "longrope_profile": cfg["stretch"]["longrope_profile"],
-        "longrope_pairs": len(profile["long_factor"]),
-        "longrope_scale": profile["scale"],
+        "longrope_pairs": len(profile["long_factor"]) if profile else None,
+        "longrope_scale": profile["scale"] if profile else None,
     }
     freq_table = [
         {

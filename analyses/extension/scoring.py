@@ -22,7 +22,9 @@ from posenc.evaluate import bits_per_char, segment_window_ends
 from .stages import PLAIN, corpus_of, method_rope, rescaled
 
 
-def _segment_ends(corpus, train_len: int, settings: dict[str, Any]):
+def segment_ends(corpus, train_len: int, settings: dict[str, Any]):
+    """Where mode b's windows end: the same places at every length up to the longest, for
+    every evaluation of the section (zero-shot, fine-tunes, stretches)."""
     return segment_window_ends(
         len(corpus.val),
         settings["longest"] * train_len,
@@ -31,7 +33,9 @@ def _segment_ends(corpus, train_len: int, settings: dict[str, Any]):
     )
 
 
-def _score(model, corpus, length, mode, ends, settings, device) -> dict[str, Any]:
+def score(model, corpus, length, mode, ends, settings, device) -> dict[str, Any]:
+    """Bits/char of the validation text at ``length`` in ``mode``, as every evaluation of the
+    section scores it."""
     return bits_per_char(
         model,
         corpus.val,
@@ -54,7 +58,7 @@ def zero_shot(
     with each fine-tuning scale as its factor at L_train, where it must be plain."""
     model.eval()
     corpus, train_len = corpus_of(meta), meta["train_len"]
-    ends = _segment_ends(corpus, train_len, settings)
+    ends = segment_ends(corpus, train_len, settings)
     runs = [(PLAIN, 1, m) for m in settings["zero_shot_multipliers"]]
     runs += [(x, m, m) for x in settings["methods"] for m in settings["zero_shot_multipliers"]]
     if "dynamic" in settings["methods"]:
@@ -66,7 +70,7 @@ def zero_shot(
         scaled = method_rope(model, method, scale, train_len, params, length)
         with rescaled(model, scaled):
             for mode in ("all", "segment"):
-                result = _score(model, corpus, length, mode, ends, settings, device)
+                result = score(model, corpus, length, mode, ends, settings, device)
                 rows.append(
                     {
                         "method": method,
@@ -94,7 +98,7 @@ def evaluate_finetuned(
     fine-tuned, and at every length of the fine-tuning evaluation beyond (mode b). The
     continued-training control (plain, s = 1) is so scored at L_train too."""
     corpus, train_len = corpus_of(meta), meta["train_len"]
-    ends = _segment_ends(corpus, train_len, settings)
+    ends = segment_ends(corpus, train_len, settings)
     method, scale = finetune["method"], finetune["scale"]
     base = {k: v.clone() for k, v in model.state_dict().items()}
     multipliers = sorted({scale, *(m for m in settings["finetune_multipliers"] if m >= scale)})
@@ -106,6 +110,6 @@ def evaluate_finetuned(
             length = m * train_len
             scaled = method_rope(model, method, scale, train_len, finetune["params"], length)
             with rescaled(model, scaled):
-                result = _score(model, corpus, length, "segment", ends, settings, device)
+                result = score(model, corpus, length, "segment", ends, settings, device)
             rows.append({"step": step, "multiplier": m, "length": length, **result})
     return rows

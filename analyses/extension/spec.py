@@ -429,7 +429,7 @@ SPEC = AnalysisSpec(
         Claim(
             "extension.longrope_beats_pi_zero_shot",
             "Without fine-tuning, LongRoPE's per-pair rescaling (a published profile, "
-            "Phi-3-mini-128k's long factors, placed on our pairs; the search itself does not "
+            "{longrope_profile}'s long factors, placed on our pairs; the search itself does not "
             "run at this scale) has a lower loss than Position Interpolation at "
             "{longrope_low}x-{longrope_high}x L_train (Ding et al. 2024: the non-uniform "
             "rescaling alone extends 8x without fine-tuning).",

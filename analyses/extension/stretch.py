@@ -23,7 +23,7 @@ from posenc.rope_scaling import scaled_rope
 from posenc.temperature import temperature
 
 from .longrope import longrope_params
-from .scoring import _score, _segment_ends
+from .scoring import score, segment_ends
 from .stages import PLAIN, corpus_of, rescaled, rotary
 
 LONGROPE = "longrope"
@@ -60,13 +60,13 @@ def stretch(
     others, whose schedules need none."""
     model.eval()
     corpus, train_len = corpus_of(meta), meta["train_len"]
-    ends = _segment_ends(corpus, train_len, settings)
+    ends = segment_ends(corpus, train_len, settings)
     rows = []
     for arm in arms_of(model, settings):
         for m in settings["zero_shot_multipliers"]:
             length = m * train_len
             with _arm(model, arm, settings, train_len, m):
-                result = _score(model, corpus, length, "segment", ends, settings, device)
+                result = score(model, corpus, length, "segment", ends, settings, device)
             rows.append(
                 {
                     "method": arm,
