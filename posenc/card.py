@@ -24,12 +24,13 @@ from posenc.plotting import themed
 # ``CardColumn.asserts_absence``) and holds is a weakness confirmed, in its own colour. A claim
 # that fails is red, whichever way it pointed. The page's stylesheet gives the table the same
 # colours (report_templates/style.css, .card-*).
-OUTCOMES = ("holds", "lacks", "fail", "inconclusive", "none", "missing")
+OUTCOMES = ("holds", "lacks", "fail", "inconclusive", "unjudged", "none", "missing")
 COLOURS = {
     "holds": "#cfe8d5",
     "lacks": "#fde0c2",
     "fail": "#f5c2c7",
     "inconclusive": "#e4d9f2",
+    "unjudged": "#d9dde0",
     "none": "#eceff1",
     "missing": "#ffffff",
 }
@@ -38,6 +39,7 @@ OUTCOME_WORDS = {
     "lacks": "lacks the property, as its claim says",
     "fail": "its claim fails",
     "inconclusive": "inconclusive: the evidence cannot decide",
+    "unjudged": "not judged: its models did not learn the task, so its claim sets it aside",
     "none": "no verdict: no claim judges it, or none could be tested",
     "missing": "not measured",
 }
@@ -58,6 +60,8 @@ def outcome(verdict: str | None, asserts_absence: bool = False) -> str:
     """A cell's colour (:data:`OUTCOMES`) from its claim's verdict on the encoding."""
     if verdict == "pass":
         return "lacks" if asserts_absence else "holds"
+    if verdict == "not judged":  # posenc.claims.NOT_JUDGED
+        return "unjudged"
     return "none" if verdict is None else verdict
 
 

@@ -38,12 +38,14 @@ from typing import Any
 from posenc.verdicts import (
     COMPARISONS,
     MISSING,
+    adjusted,
     as_text,
     bound_of,
     combine,
     entry_verdicts,
     expected,
     interval,
+    interval_count,
     interval_text,
     is_interval,
     judge,
@@ -71,6 +73,9 @@ __all__ = [
 ]
 
 VERDICTS = ("pass", "fail", "inconclusive", "n/a")
+# An entry of a claim whose preconditions do not hold (its models did not learn the task): it
+# decides nothing, and the ledger's outcomes say so.
+NOT_JUDGED = "not judged"
 # What a claim's verdict can tell a reader, so that "28 of 30 hold" does not mix them:
 #   identity  - a mathematical identity checked numerically, to rounding: it can only fail
 #               through a bug or a rounding bound that is wrong;
@@ -150,6 +155,8 @@ class Claim:
     unless: str | None = None
     shows: tuple[str, ...] = ()
     requires: tuple[Check, ...] = ()
+    min_judged: str | None = None
+    scope: str | None = None
     kind: str = field(kw_only=True)
 
     def __post_init__(self):
@@ -172,52 +179,62 @@ def _fill(statement: str, evidence: Mapping[str, Any]) -> str:
     return statement.format_map(_Facts({k: as_text(v) for k, v in evidence.items()}))
 
 
-def _covering(per_key: dict[str, str] | None, entry: str) -> str:
-    """A precondition's verdict for one entry of a claim: its own where the precondition has
-    the entry's key, or the key the entry starts with (``rope`` for ``rope 2x``); else, and
-    for a precondition that is not per entry, the precondition's as a whole (an entry keyed
-    otherwise, by scale say, reads every model the precondition covers)."""
+def _entries(value: Any) -> list[tuple[str | None, Any]]:
+    """The entries a check judges one by one: a mapping's top-level items (an encoding each,
+    say), else the value as one entry."""
+    if isinstance(value, Mapping) and not is_interval(value):
+        return [(str(k), v) for k, v in value.items()]
+    return [(None, value)]
+
+
+@dataclass(frozen=True)
+class _Precondition:
+    """A precondition as judged: its verdict per key (``{encoding: verdict}`` for a mapping,
+    or the last part of a dotted path for a number, ``lm_learned_margin.rope`` -> rope), and
+    what a reader is told of it when it does not hold."""
+
+    verdicts: dict[str | None, str]
+    mapping: bool
+    text: str
+
+    def covers(self, identifiers: set[str]) -> list[str]:
+        """The verdicts of this precondition that bear on an entry named by
+        ``identifiers``: its keys among them; a number without a key bears on every entry; a
+        mapping none of whose keys names the entry bears on it as a whole (an entry keyed
+        otherwise, by length say, reads every model it covers)."""
+        if None in self.verdicts:
+            return [self.verdicts[None]]
+        named = [v for k, v in self.verdicts.items() if k in identifiers]
+        if named or not self.mapping:
+            return named
+        return [combine(list(self.verdicts.values()))]
+
+
+def _identifiers(check: Check, key: str | None) -> set[str]:
+    """What names an entry: the parts of its check's evidence path and its own key (``rope``
+    for ``rope 2x``)."""
+    names = set(check.evidence.split("."))
+    if key is not None:
+        names |= {key, key.split(" ")[0]}
+    return names
+
+
+def _precondition(
+    check: Check, value: Any, bound: Any, thresholds: Mapping[str, Any], raw: Any, evidence
+) -> _Precondition:
+    per_key = entry_verdicts(check, value, None, bound)
     if per_key is None:
-        return "inconclusive"
-    if entry in per_key:
-        return per_key[entry]
-    prefixed = [v for k, v in per_key.items() if entry.startswith(f"{k} ")]
-    return combine(prefixed or list(per_key.values()))
-
-
-def _unmet_verdict(
-    claim: Claim,
-    values: list[Any],
-    unmet: list,
-    outcomes: dict[str, dict[str, str]],
-    thresholds: Mapping[str, Any],
-    evidence: Mapping[str, Any],
-) -> tuple[str, str | None]:
-    """The verdict of a claim some of whose preconditions do not hold, and its reason.
-
-    Each entry whose precondition is not met becomes inconclusive, whatever its own test
-    says: by key where the precondition is per entry (``{encoding: seeds that learned}``),
-    else every entry. Where every check is per entry and every unmet precondition is too, the
-    entries that met theirs still decide: one that fails fails the claim (its models learned
-    and the claim does not hold). Otherwise the claim is inconclusive."""
-    per_entry = all(c.evidence in outcomes for c in claim.checks)
-    for (r, v, bound), _ in unmet:
-        per_key = entry_verdicts(r, v, None, bound)
-        per_entry = per_entry and per_key is not None
-        for entries in outcomes.values():
-            for key in entries:
-                if _covering(per_key, key) != "pass":
-                    entries[key] = "inconclusive"
-    verdict = "inconclusive"
-    if per_entry and values:
-        verdict = combine([v for entries in outcomes.values() for v in entries.values()])
-    if verdict != "inconclusive":
-        return verdict, None
-    return "inconclusive", "; ".join(
-        f"not met: {expected(c, thresholds, raw, evidence)}; measured "
-        f"{', '.join(shortfalls(c, v, bound))}"
-        for (c, v, bound), raw in unmet
+        parts = check.evidence.split(".")
+        per_key = {parts[-1] if len(parts) > 1 else None: judge(check, value, bound)}
+    text = (
+        f"not met: {expected(check, thresholds, raw, evidence)}; measured "
+        f"{', '.join(shortfalls(check, value, bound))}"
     )
+    return _Precondition(per_key, isinstance(value, Mapping) and not is_interval(value), text)
+
+
+def _judged_value(check: Check, value: Any, evidence, thresholds) -> Any:
+    return minus(value, reference_of(check, evidence, thresholds)) if check.of else value
 
 
 def evaluate(
@@ -227,7 +244,15 @@ def evaluate(
     section: str,
 ) -> list[dict[str, Any]]:
     """The ledger of ``claims`` on this run's ``evidence``, with the analysis' config ``cfg``
-    (its ``thresholds`` decide the verdicts)."""
+    (its ``thresholds`` decide the verdicts).
+
+    Each check's evidence is judged entry by entry (an encoding's, say). An entry whose
+    preconditions do not all hold is *not judged* (its models did not learn the task, say),
+    shown as such with why; the claim is decided on the entries that are judged, and is
+    inconclusive only when fewer than ``min_judged`` are. Adding an encoding whose models
+    did not learn never changes a verdict. The m interval entries judged are judged together
+    at the family-wise level (Bonferroni, :func:`posenc.verdicts.adjusted`): a claim errs on
+    some entry with probability at most 1 - level."""
     thresholds = cfg.get("thresholds", {})
     ledger = []
     for claim in claims:
@@ -237,100 +262,154 @@ def evaluate(
                     f"claim {claim.id}: threshold {check.threshold!r} is not in the config's "
                     f"{section}.thresholds ({', '.join(thresholds) or 'none'})"
                 )
-        values = [lookup(evidence, c.evidence) for c in claim.checks]
-        required = [lookup(evidence, c.evidence) for c in claim.requires]
-        needed = [(c, p) for c in (*claim.checks, *claim.requires) for p in (c.of, c.scale) if p]
-        absent = [
-            c.name
-            for c, v in zip((*claim.checks, *claim.requires), values + required)
-            if v is MISSING
-        ]
-        absent += [
-            p.replace("_", " ")
-            for c, p in needed
-            if lookup(evidence, p) is MISSING and not (p == c.of and p in thresholds)
-        ]
-        # Preconditions first: one whose evidence is measured and does not hold makes the
-        # claim inconclusive even where the claim's own evidence is missing (no seed learned,
-        # so no accuracy over learners).
-        judged_required = [
-            (
-                c,
-                minus(v, reference_of(c, evidence, thresholds)) if c.of else v,
-                bound_of(c, thresholds, evidence),
+        if claim.min_judged is not None and claim.min_judged not in thresholds:
+            raise ClaimError(
+                f"claim {claim.id}: min_judged {claim.min_judged!r} is not in the config's "
+                f"{section}.thresholds ({', '.join(thresholds) or 'none'})"
             )
-            for c, v in zip(claim.requires, required)
-            if v is not MISSING and not (c.of and lookup(evidence, c.of) is MISSING)
+        ledger.append(_evaluate_one(claim, evidence, cfg, section, thresholds))
+    return ledger
+
+
+def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
+    values = [lookup(evidence, c.evidence) for c in claim.checks]
+    required = [lookup(evidence, c.evidence) for c in claim.requires]
+    needed = [(c, p) for c in (*claim.checks, *claim.requires) for p in (c.of, c.scale) if p]
+    absent = [
+        c.name for c, v in zip((*claim.checks, *claim.requires), values + required) if v is MISSING
+    ]
+    absent += [
+        p.replace("_", " ")
+        for c, p in needed
+        if lookup(evidence, p) is MISSING and not (p == c.of and p in thresholds)
+    ]
+    # Preconditions first: one whose evidence is measured and does not hold leaves the entries
+    # it bears on unjudged, even where the claim's own evidence is missing (no seed learned,
+    # so no accuracy over learners).
+    preconditions = [
+        _precondition(
+            c,
+            _judged_value(c, v, evidence, thresholds),
+            bound_of(c, thresholds, evidence),
+            thresholds,
+            v,
+            evidence,
+        )
+        for c, v in zip(claim.requires, required)
+        if v is not MISSING and not (c.of and lookup(evidence, c.of) is MISSING)
+    ]
+    unmet = [p for p in preconditions if any(v != "pass" for v in p.verdicts.values())]
+    floor = thresholds[claim.min_judged] if claim.min_judged is not None else 1
+    verdict, reason, outcomes, not_judged, family = None, None, {}, [], None
+    shown = list(values)
+    if claim.unless and cfg.get(claim.unless):
+        verdict, reason = "n/a", f"{section}.{claim.unless} is set in the config"
+    elif absent and not unmet:
+        verdict = "n/a"
+        reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"
+    elif absent:  # a precondition does not hold: too few entries judged, whatever is missing
+        verdict, reason = "inconclusive", "; ".join(p.text for p in unmet)
+    else:
+        # Which entries are judged: those whose every covering precondition holds.
+        judged_values = [
+            _judged_value(c, v, evidence, thresholds) for c, v in zip(claim.checks, values)
         ]
-        unmet = [
-            (j, raw)
-            for j, raw in zip(judged_required, [r for r in required if r is not MISSING])
-            if judge(*j) != "pass"
-        ]
-        if claim.unless and cfg.get(claim.unless):
-            verdict, reason, unmet = "n/a", f"{section}.{claim.unless} is set in the config", []
-        elif absent and not unmet:
-            verdict = "n/a"
-            reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"
-        elif absent:  # a precondition fails: decided below, whatever is missing
-            verdict, reason = "inconclusive", None
+        judged = []  # (check index, key, judged value, raw value)
+        for i, (c, jv, raw) in enumerate(zip(claim.checks, judged_values, values)):
+            raws = dict(_entries(raw))
+            for key, sub in _entries(jv):
+                covering = [x for p in preconditions for x in p.covers(_identifiers(c, key))]
+                if all(x == "pass" for x in covering):
+                    judged.append((i, key, sub, raws.get(key)))
+                else:
+                    not_judged.append(key or c.name)
+        m = sum(interval_count(sub) for _, _, sub, _ in judged)
+        if m > 1:
+            shown = [adjusted(v, m) if v is not MISSING else v for v in values]
+            family = {"entries": m, "level": _family_level(values, m)}
+        verdicts = {}
+        for i, key, sub, _ in judged:
+            c = claim.checks[i]
+            verdicts[i, key] = judge(c, adjusted(sub, m), bound_of(c, thresholds, evidence))
+        for i, (c, v) in enumerate(zip(claim.checks, values)):
+            if isinstance(v, Mapping) and not is_interval(v):
+                outcomes[c.evidence] = {
+                    key: verdicts.get((i, key), NOT_JUDGED) for key, _ in _entries(v)
+                }
+        if len(judged) < floor:
+            verdict = "inconclusive"
+            reason = "; ".join(p.text for p in unmet) or "too few entries judged"
         else:
-            judged = [
-                (
-                    c,
-                    minus(v, reference_of(c, evidence, thresholds)) if c.of else v,
-                    bound_of(c, thresholds, evidence),
-                )
-                for c, v in zip(claim.checks, values)
-            ]
-            verdict, reason = combine([judge(*j) for j in judged]), None
+            verdict = combine(list(verdicts.values()))
             if verdict == "inconclusive":
                 reason = "; ".join(
                     f"the interval of {c.name} straddles the threshold "
                     f"({expected(c, thresholds, raw, evidence)}): {', '.join(found)}"
-                    for (c, v, bound), raw in zip(judged, values)
-                    if (found := straddling(c, v, bound, raw))
+                    for i, key, sub, raw in judged
+                    for c in [claim.checks[i]]
+                    if (
+                        found := straddling(
+                            c,
+                            adjusted(sub, m),
+                            bound_of(c, thresholds, evidence),
+                            adjusted(raw, m),
+                            key or "",
+                        )
+                    )
                 )
-        outcomes = {}
-        if verdict != "n/a":
-            for c, v in zip(claim.checks, values):
-                if v is MISSING:
-                    continue
-                reference = reference_of(c, evidence, thresholds) if c.of else None
-                entries = entry_verdicts(c, v, reference, bound_of(c, thresholds, evidence))
-                if entries is not None:
-                    outcomes[c.evidence] = entries
-        if unmet:
-            verdict, reason = _unmet_verdict(claim, values, unmet, outcomes, thresholds, evidence)
-        present = [(c.name, v) for c, v in zip(claim.checks, values) if v is not MISSING]
-        present += [(c.name, v) for c, v in zip(claim.requires, required) if v is not MISSING]
-        present += [
-            (path.replace("_", " "), lookup(evidence, path))
-            for path in claim.shows
-            if lookup(evidence, path) is not MISSING
-        ]
-        if len(claim.checks) == 1 and not claim.shows and not claim.requires:
-            measured = present[0][1] if present else None
-        else:
-            measured = dict(present)
-        ledger.append(
-            {
-                "id": claim.id,
-                "kind": claim.kind,
-                "statement": _fill(claim.statement, evidence),
-                "measured": measured,
-                "expected": "; ".join(
-                    expected(c, thresholds, v if v is not MISSING else None, evidence)
-                    for c, v in zip(claim.checks, values)
-                ),
-                "verdict": verdict,
-                "references": list(claim.references),
-                "section": section,
-                "reason": reason,
-                "outcomes": outcomes,
-            }
-        )
-    return ledger
+    present = [(c.name, v) for c, v in zip(claim.checks, shown) if v is not MISSING]
+    present += [(c.name, v) for c, v in zip(claim.requires, required) if v is not MISSING]
+    present += [
+        (path.replace("_", " "), lookup(evidence, path))
+        for path in claim.shows
+        if lookup(evidence, path) is not MISSING
+    ]
+    if len(claim.checks) == 1 and not claim.shows and not claim.requires:
+        measured = present[0][1] if present else None
+    else:
+        measured = dict(present)
+    scope = lookup(evidence, claim.scope) if claim.scope else MISSING
+    return {
+        "id": claim.id,
+        "kind": claim.kind,
+        "statement": _fill(claim.statement, evidence),
+        "measured": measured,
+        "expected": "; ".join(
+            expected(c, thresholds, v if v is not MISSING else None, evidence)
+            for c, v in zip(claim.checks, values)
+        ),
+        "verdict": verdict,
+        "references": list(claim.references),
+        "section": section,
+        "reason": reason,
+        "outcomes": outcomes,
+        # Entries left unjudged (their models did not learn, say), and why.
+        "not_judged": (
+            {"entries": not_judged, "why": "; ".join(p.text for p in unmet)} if not_judged else None
+        ),
+        # The family-wise adjustment: how many interval judgements decided the claim together,
+        # each at this level (None: one judgement, at the interval's own level).
+        "family": family,
+        "scope": None if scope is MISSING else scope,
+    }
+
+
+def _family_level(values: list[Any], m: int) -> float | None:
+    """The level each of m judgements is made at: 1 - (1 - level) / m, the level read from
+    the first interval that carries one."""
+
+    def first_level(value):
+        if is_interval(value):
+            return value.get("level")
+        items = value.values() if isinstance(value, Mapping) else value
+        if isinstance(value, (Mapping, list, tuple)):
+            for v in items:
+                if (found := first_level(v)) is not None:
+                    return found
+        return None
+
+    level = next((x for v in values if (x := first_level(v)) is not None), None)
+    return None if level is None else 1.0 - (1.0 - level) / m
 
 
 def check_ledger(claims: Any, origin: str = "claims") -> list[dict[str, Any]]:

@@ -11,6 +11,8 @@ import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from posenc.tdist import t_quantile
+
 if TYPE_CHECKING:
     from posenc.claims import Check
 
@@ -27,11 +29,25 @@ COMPARISONS = {
 
 
 INTERVAL_KEYS = frozenset({"estimate", "low", "high"})
+# What an interval may carry beside its bounds: its standard error, degrees of freedom (None:
+# normal) and level, from which a claim judging several entries re-derives wider bounds.
+INTERVAL_EXTRA = frozenset({"se", "df", "level"})
 
 
-def interval(estimate: float, low: float, high: float) -> dict[str, float]:
-    """Interval evidence: a point estimate and the bounds of its confidence interval."""
-    return {"estimate": estimate, "low": low, "high": high}
+def interval(
+    estimate: float,
+    low: float,
+    high: float,
+    se: float | None = None,
+    df: float | None = None,
+    level: float | None = None,
+) -> dict[str, float]:
+    """Interval evidence: a point estimate and the bounds of its confidence interval, with
+    (optionally) the standard error, degrees of freedom and level it was made from."""
+    out = {"estimate": estimate, "low": low, "high": high}
+    if se is not None:
+        out |= {"se": se, "df": df, "level": level}
+    return out
 
 
 def interval_text(entry: dict | None, digits: int = 3) -> str:
@@ -46,7 +62,40 @@ def interval_text(entry: dict | None, digits: int = 3) -> str:
 
 
 def is_interval(value: Any) -> bool:
-    return isinstance(value, Mapping) and set(value) == INTERVAL_KEYS
+    return (
+        isinstance(value, Mapping) and INTERVAL_KEYS <= set(value) <= INTERVAL_KEYS | INTERVAL_EXTRA
+    )
+
+
+def adjusted(value: Any, entries: int) -> Any:
+    """``value`` with each interval in it widened for a family of ``entries`` judgements
+    (Bonferroni): at level 1 - (1 - level) / entries, from its standard error and degrees of
+    freedom, so that a claim judging m entries errs on some entry with probability at most
+    1 - level. An interval without a standard error is left as it is."""
+    if is_interval(value):
+        se, level = value.get("se"), value.get("level")
+        if entries <= 1 or se is None or level is None or not math.isfinite(se):
+            return value
+        family = 1.0 - (1.0 - level) / entries
+        half = t_quantile(0.5 + family / 2.0, value.get("df")) * se
+        est = value["estimate"]
+        return {**value, "low": est - half, "high": est + half, "level": family}
+    if isinstance(value, Mapping):
+        return {k: adjusted(v, entries) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [adjusted(v, entries) for v in value]
+    return value
+
+
+def interval_count(value: Any) -> int:
+    """How many intervals ``value`` holds (each a judgement of its own)."""
+    if is_interval(value):
+        return 1
+    if isinstance(value, Mapping):
+        return sum(interval_count(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(interval_count(v) for v in value)
+    return 0
 
 
 def has_interval(value: Any) -> bool:
@@ -106,7 +155,8 @@ def minus(value: Any, reference: Any) -> Any:
     """value − reference, element by element (lists by position, mappings by key; an
     interval's estimate and bounds alike)."""
     if is_interval(value):
-        return {k: minus(v, reference) for k, v in value.items()}
+        # The bounds move with the estimate; the spread (se, df, level) does not.
+        return {k: minus(v, reference) if k in INTERVAL_KEYS else v for k, v in value.items()}
     if isinstance(value, Mapping):
         return {
             k: minus(v, reference[k] if isinstance(reference, Mapping) else reference)

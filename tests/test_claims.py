@@ -451,23 +451,87 @@ LEARNED = Claim(
 CFG = {"thresholds": {"min_accuracy": 0.9, "min_learners": 3}}
 
 
-def test_a_precondition_not_met_makes_the_claim_inconclusive_and_back():
+def test_an_entry_whose_precondition_fails_is_not_judged_and_the_rest_decide():
     evidence = {"accuracy": {"alibi": 0.95, "rope": 0.95}, "learners": {"alibi": 2, "rope": 5}}
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
+    assert c["verdict"] == "pass" and c["reason"] is None
+    assert c["outcomes"] == {"accuracy": {"alibi": "not judged", "rope": "pass"}}
+    assert c["not_judged"] == {
+        "entries": ["alibi"],
+        "why": "not met: seeds that learned for each ≥ 3; measured alibi 2",
+    }
+    assert c["measured"]["seeds that learned"] == {"alibi": 2, "rope": 5}
+    # Fewer entries judged than the configured minimum: inconclusive, naming why.
+    claim = Claim(**{**LEARNED.__dict__, "min_judged": "min_judged"})
+    (c,) = evaluate([claim], evidence, {"thresholds": {**CFG["thresholds"], "min_judged": 2}}, "a")
     assert c["verdict"] == "inconclusive"
     assert c["reason"] == "not met: seeds that learned for each ≥ 3; measured alibi 2"
-    assert c["outcomes"] == {"accuracy": {"alibi": "inconclusive", "rope": "pass"}}
-    assert c["measured"]["seeds that learned"] == {"alibi": 2, "rope": 5}
-    evidence["learners"]["alibi"] = 3  # enough seeds learned: the claim is decided again
-    (c,) = evaluate([LEARNED], evidence, CFG, "a")
-    assert c["verdict"] == "pass" and c["reason"] is None
+    evidence["learners"]["alibi"] = 3  # enough seeds learned: both entries are judged
+    (c,) = evaluate([claim], evidence, {"thresholds": {**CFG["thresholds"], "min_judged": 2}}, "a")
+    assert c["verdict"] == "pass" and c["not_judged"] is None
+
+
+def test_a_min_judged_names_a_threshold():
+    claim = Claim(**{**LEARNED.__dict__, "min_judged": "nowhere"})
+    with pytest.raises(ClaimError, match="nowhere"):
+        evaluate([claim], {"accuracy": {"a": 1.0}, "learners": {"a": 5}}, CFG, "a")
 
 
 def test_an_entry_that_learned_and_fails_still_fails_the_claim():
     evidence = {"accuracy": {"alibi": 0.95, "rope": 0.4}, "learners": {"alibi": 2, "rope": 5}}
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
     assert c["verdict"] == "fail"
-    assert c["outcomes"] == {"accuracy": {"alibi": "inconclusive", "rope": "fail"}}
+    assert c["outcomes"] == {"accuracy": {"alibi": "not judged", "rope": "fail"}}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_adding_a_non_learner_never_changes_a_verdict(seed):
+    """The referee's counterexample, generalised: "for every encoding whose models learned"
+    is decided on those that did; one more that did not learn, passing or failing its own
+    check, changes nothing."""
+    import random
+
+    rng = random.Random(seed)
+    names = [f"e{i}" for i in range(rng.randint(1, 5))]
+    accuracy = {
+        e: interval(x, x - w, x + w)
+        for e in names
+        for x, w in [(rng.uniform(0.7, 1.0), rng.uniform(0.0, 0.1))]
+    }
+    learners = {e: rng.choice([3, 4, 5]) for e in names}
+    (before,) = evaluate([LEARNED], {"accuracy": accuracy, "learners": learners}, CFG, "a")
+    x = rng.uniform(0.0, 1.0)
+    accuracy["late"], learners["late"] = interval(x, x - 0.01, x + 0.01), rng.choice([0, 1, 2])
+    (after,) = evaluate([LEARNED], {"accuracy": accuracy, "learners": learners}, CFG, "a")
+    assert after["verdict"] == before["verdict"]
+    assert after["outcomes"]["accuracy"]["late"] == "not judged"
+
+
+def test_the_referees_counterexample_through_the_studys_own_claim():
+    """extrapolation.logn_lowers_long_loss: rope and alibi learned and pass, NoPE did not
+    learn. It passed without NoPE in the study and turned inconclusive with it; now it passes
+    both ways."""
+    import yaml
+
+    from analyses.extrapolation.claims import CLAIMS
+
+    claim = next(c for c in CLAIMS if c.id == "extrapolation.logn_lowers_long_loss")
+    with open("config/config.yaml") as f:
+        config = yaml.safe_load(f)
+    cfg = {**config["extrapolation"], "thresholds": section_thresholds(config, "extrapolation")}
+    threshold = cfg["thresholds"][claim.checks[0].threshold]
+    learned = cfg["thresholds"]["lm_learned_margin_bits"]
+    gain = {
+        e: interval(threshold + 0.2, threshold + 0.1, threshold + 0.3) for e in ("rope", "alibi")
+    }
+    margin = {e: interval(learned + 0.5, learned + 0.4, learned + 0.6) for e in gain}
+    evidence = {claim.checks[0].evidence: dict(gain), "lm_learned_margin": dict(margin)}
+    (without,) = evaluate([claim], evidence, cfg, "extrapolation")
+    evidence[claim.checks[0].evidence]["none"] = interval(threshold - 1, threshold - 2, threshold)
+    evidence["lm_learned_margin"]["none"] = interval(learned - 0.5, learned - 0.6, learned - 0.4)
+    (with_nope,) = evaluate([claim], evidence, cfg, "extrapolation")
+    assert without["verdict"] == with_nope["verdict"] == "pass"
+    assert with_nope["outcomes"][claim.checks[0].evidence]["none"] == "not judged"
 
 
 def test_a_per_model_precondition_covers_entries_keyed_by_model_and_more():
@@ -479,14 +543,14 @@ def test_a_per_model_precondition_covers_entries_keyed_by_model_and_more():
     }
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
     assert c["outcomes"]["accuracy"] == {
-        "alibi 2x": "inconclusive",
+        "alibi 2x": "not judged",
         "rope 2x": "pass",
         "rope 4x": "pass",
     }
     evidence["accuracy"] = {"2x": 0.95, "4x": 0.95}
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
     assert c["verdict"] == "inconclusive"
-    assert set(c["outcomes"]["accuracy"].values()) == {"inconclusive"}
+    assert set(c["outcomes"]["accuracy"].values()) == {"not judged"}
     evidence["learners"]["alibi"] = 3
     (c,) = evaluate([LEARNED], evidence, CFG, "a")
     assert c["verdict"] == "pass"
@@ -510,7 +574,7 @@ def test_a_claim_wide_precondition_makes_every_entry_inconclusive():
     (c,) = evaluate([claim], evidence, cfg, "a")
     assert c["verdict"] == "inconclusive"  # a fail on a model that did not learn decides nothing
     assert c["reason"] == "not met: bits below the trigram > 0; measured -0.2"
-    assert c["outcomes"] == {"change": {"1x": "inconclusive", "4x": "inconclusive"}}
+    assert c["outcomes"] == {"change": {"1x": "not judged", "4x": "not judged"}}
     evidence["lm_bits_below_trigram"] = 0.3
     (c,) = evaluate([claim], evidence, cfg, "a")
     assert c["verdict"] == "fail" and c["outcomes"]["change"]["4x"] == "fail"
@@ -543,3 +607,40 @@ def test_a_precondition_not_met_decides_even_where_the_claims_evidence_is_missin
     # Met, with the claim's evidence missing: n/a, as without preconditions.
     (c,) = evaluate([LEARNED], {"learners": {"alibi": 5}}, CFG, "a")
     assert c["verdict"] == "n/a" and "accuracy" in c["reason"]
+
+
+def _t_interval(estimate, se, df=4.0, level=0.95):
+    from posenc.tdist import t_quantile
+
+    half = t_quantile(0.5 + level / 2, df) * se
+    return interval(estimate, estimate - half, estimate + half, se=se, df=df, level=level)
+
+
+def test_several_entries_are_judged_at_the_family_wise_level():
+    """Bonferroni: m intervals judged together, each at 1 - 0.05 / m, so the claim errs on
+    some entry with probability at most 0.05. An entry that clears its threshold at 95 % on
+    its own may not at 1 - 0.05 / 4."""
+    claim = Claim("a.c", "Each is above 0.", kind="empirical", checks=(Check("x", ">", "t"),))
+    cfg = {"thresholds": {"t": 0.0}}
+    alone = {"x": {"a": _t_interval(1.0, 0.3)}}  # t(4) = 2.78: [0.17, 1.83]
+    (c,) = evaluate([claim], alone, cfg, "a")
+    assert c["verdict"] == "pass" and c["family"] is None
+    four = {"x": {k: _t_interval(1.0, 0.3) for k in "abcd"}}  # t(4) at 0.99375: 4.6
+    (c,) = evaluate([claim], four, cfg, "a")
+    assert c["verdict"] == "inconclusive"
+    assert c["family"] == {"entries": 4, "level": pytest.approx(0.9875)}
+    assert c["measured"]["a"]["low"] < 0 < c["measured"]["a"]["high"]
+    assert c["measured"]["a"]["level"] == pytest.approx(0.9875)
+    # An entry that is not judged does not count towards m.
+    learned = Claim(**{**claim.__dict__, "requires": (Check("ok", value=True),)})
+    one_judged = {**four, "ok": {"a": True, "b": False, "c": False, "d": False}}
+    (c,) = evaluate([learned], one_judged, cfg, "a")
+    assert c["verdict"] == "pass" and c["family"] is None
+
+
+def test_an_interval_keeps_its_spread_when_a_reference_is_subtracted():
+    from posenc.verdicts import minus
+
+    shifted = minus(_t_interval(1.0, 0.3), 0.5)
+    assert shifted["estimate"] == pytest.approx(0.5)
+    assert (shifted["se"], shifted["df"], shifted["level"]) == (0.3, 4.0, 0.95)
