@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from string import Formatter
 from typing import Any
 
 from posenc.verdicts import (
@@ -176,7 +177,12 @@ class _Facts(dict):
 
 
 def _fill(statement: str, evidence: Mapping[str, Any]) -> str:
-    return statement.format_map(_Facts({k: as_text(v) for k, v in evidence.items()}))
+    named = {
+        field.split(".")[0].split("[")[0]
+        for _, field, _, _ in Formatter().parse(statement)
+        if field
+    }
+    return statement.format_map(_Facts({k: as_text(evidence[k]) for k in named if k in evidence}))
 
 
 def _entries(value: Any) -> list[tuple[str | None, Any]]:

@@ -77,6 +77,16 @@ class CharCorpus:
     val_files: int = 0  # how many of them are validation
     python: str | None = None  # the CPython version whose standard library it is, if it is
     val_verbatim_removed: int = 0  # validation characters cut as verbatim repeats of training
+    # Where each fragment of validation text starts in ``val``: a fragment is a maximal run of
+    # validation characters contiguous in the source text (a held-out block or file, cut again
+    # where a verbatim repeat was removed). Windows in one fragment share a topic and a style,
+    # so the intervals resample fragments, not windows (posenc.estimates).
+    val_fragments: tuple[int, ...] = (0,)
+
+    def fragment_of(self, positions) -> np.ndarray:
+        """The fragment (an index into :attr:`val_fragments`) holding each position of
+        ``val``."""
+        return np.searchsorted(np.asarray(self.val_fragments), np.asarray(positions), "right") - 1
 
     @property
     def vocab_size(self) -> int:
@@ -195,18 +205,23 @@ def drop_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> tuple[Te
     """``val`` without every stretch that occurs verbatim in ``train`` (the stretches are cut
     out and what is left joined), and how many characters were cut. Cutting joins text that
     was apart, so the joined text is checked again until no window of it occurs in training."""
+    kept = kept_after_verbatim(train, val, width)
+    v = val.numpy()[kept]
+    return torch.from_numpy(np.ascontiguousarray(v)), len(val) - len(kept)
+
+
+def kept_after_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> np.ndarray:
+    """The indices of ``val`` that :func:`drop_verbatim` keeps, in order."""
     # Sorted, duplicates kept: searchsorted needs order only (np.unique on 11M hashes takes
     # seconds where a sort takes a tenth of one).
     seen = np.sort(window_hashes(train.numpy(), width))
-    v = val.numpy()
-    removed = 0
-    while len(v) >= width:
-        covered = verbatim_in(seen, v, width)
+    v, kept = val.numpy(), np.arange(len(val))
+    while len(kept) >= width:
+        covered = verbatim_in(seen, v[kept], width)
         if not covered.any():
             break
-        removed += int(covered.sum())
-        v = v[~covered]
-    return torch.from_numpy(np.ascontiguousarray(v)), removed
+        kept = kept[~covered]
+    return kept
 
 
 def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -> CharCorpus:
@@ -218,7 +233,10 @@ def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -
     for start, end in held_out:
         is_val[start:end] = True
     train = ids[~is_val]
-    val, removed = drop_verbatim(train, ids[is_val])
+    kept = kept_after_verbatim(train, ids[is_val])
+    val, removed = ids[is_val][kept], int(is_val.sum()) - len(kept)
+    source = np.flatnonzero(is_val.numpy())[kept]  # each kept character's place in the text
+    fragments = (0, *(np.flatnonzero(np.diff(source) != 1) + 1).tolist()) if len(source) else (0,)
     if not len(val):
         raise ValueError(
             "every validation character repeats training text verbatim: no held-out text left"
@@ -229,6 +247,7 @@ def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -
         val=val,
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         val_verbatim_removed=removed,
+        val_fragments=fragments,
         **counts,
     )
 

@@ -11,17 +11,21 @@ a topic and a style. So the mean's variance is estimated as the sum of
 
 * the seed part, var(per-seed means) / S, on S - 1 degrees of freedom (it also carries the
   model-by-window noise, once), and
-* the text part, the cluster-robust (CR1) variance of a ratio mean over the F fragments,
-  F / (F - 1) sum_f (T_f - n_f x)^2 / N^2, on F - 1 degrees of freedom (T_f the fragment's
-  total of the per-unit means over seeds, n_f its units, N all units): the crossed design of
-  Cameron, Gelbach & Miller (2011) with the interaction counted in both parts, so never
-  less than it should be;
+* the text part, the cluster-robust variance of a ratio mean over the F fragments with
+  Bell & McCaffrey's (2002) small-sample correction (CR2), sum_f (T_f - n_f x)^2 / (N^2 (1 -
+  n_f / N)), on Kish's effective number of fragments less one, 1 / sum_f (n_f / N)^2 - 1, as
+  degrees of freedom (T_f the fragment's total of the per-unit means over seeds, n_f its
+  units, N all units): the crossed design of Cameron, Gelbach & Miller (2011) with the
+  interaction counted in both parts, so never less than it should be. The study's 64 scored
+  windows fall in 13 fragments of 1 to 13 windows: 8 effective fragments, 7 degrees of
+  freedom, where counting 13 equal ones covered 0.91 at a nominal 0.95;
 
-and the interval is estimate ± t(df) se, df the Welch-Satterthwaite combination of the two
-parts' (Satterthwaite 1946). At 3 seeds the seed part alone has 2 degrees of freedom, t =
-4.30 at 95 %: a percentile bootstrap over 3 seeds can at best resample 10 distinct sets and
-covers about 0.72 where the seeds dominate; this covers the nominal level (the coverage
-simulation in ``tests/test_estimates.py`` and ``benchmarks/coverage.py``).
+and the interval is estimate ± sqrt(sum_i t(df_i)^2 v_i), each part scaled by its own t
+quantile (:func:`posenc.tdist.half_width`; the Welch-Satterthwaite df is recorded beside
+it). At 3 seeds the seed part alone has 2 degrees of freedom, t = 4.30 at 95 %: a percentile
+bootstrap over 3 seeds can at best resample 10 distinct sets and covers about 0.72 where the
+seeds dominate; this covers the nominal level (the simulations of :mod:`posenc.coverage`, run
+by ``tests/test_estimates.py`` and ``benchmarks/coverage.py``).
 
 Comparisons are paired where the data are: an :class:`Estimate` keeps, per population of
 models (an encoding's models of a task) each seed's contribution and, per set of units, each
@@ -35,10 +39,11 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-from posenc.tdist import t_quantile
+from posenc.tdist import half_width
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,8 @@ class Estimate:
     point: float
     seeds: Mapping[Hashable, Mapping[int, float]] = field(default_factory=dict)
     clusters: Mapping[Hashable, np.ndarray] = field(default_factory=dict)
+    # Each unit set's fragment weights n_f / N (the share of its units each holds).
+    weights: Mapping[Hashable, np.ndarray] = field(default_factory=dict)
 
     def _combine(self, other: Estimate, sign: float) -> Estimate:
         seeds = {k: dict(v) for k, v in self.seeds.items()}
@@ -62,26 +69,28 @@ class Estimate:
             if units in clusters and len(clusters[units]) != len(parts):
                 raise ValueError(f"unit set {units!r} has two fragment counts")
             clusters[units] = clusters.get(units, 0.0) + sign * np.asarray(parts)
-        return Estimate(self.point + sign * other.point, seeds, clusters)
+        weights = {**self.weights, **other.weights}
+        return Estimate(self.point + sign * other.point, seeds, clusters, weights)
 
     def scaled(self, factor: float) -> Estimate:
         return Estimate(
             self.point * factor,
             {k: {s: x * factor for s, x in v.items()} for k, v in self.seeds.items()},
             {k: np.asarray(v) * factor for k, v in self.clusters.items()},
+            self.weights,
         )
 
     def __add__(self, other: Estimate | float) -> Estimate:
         if isinstance(other, Estimate):
             return self._combine(other, 1.0)
-        return Estimate(self.point + other, self.seeds, self.clusters)
+        return Estimate(self.point + other, self.seeds, self.clusters, self.weights)
 
     __radd__ = __add__
 
     def __sub__(self, other: Estimate | float) -> Estimate:
         if isinstance(other, Estimate):
             return self._combine(other, -1.0)
-        return Estimate(self.point - other, self.seeds, self.clusters)
+        return Estimate(self.point - other, self.seeds, self.clusters, self.weights)
 
     def __rsub__(self, other: float) -> Estimate:
         return (-self) + other
@@ -96,7 +105,7 @@ class Estimate:
             raise ZeroDivisionError("a ratio to an estimate of 0")
         r = self.point / other.point
         linear = (self - other.scaled(r)).scaled(1.0 / other.point)
-        return Estimate(r, linear.seeds, linear.clusters)
+        return Estimate(r, linear.seeds, linear.clusters, linear.weights)
 
     def parts(self) -> list[tuple[float, float]]:
         """(variance, degrees of freedom) of each part: a population's seeds, a unit set's
@@ -108,10 +117,16 @@ class Estimate:
                 out.append((len(x) / (len(x) - 1) * float(np.sum(x**2)), len(x) - 1.0))
             elif len(x) == 1 and x[0] != 0.0:
                 out.append((math.inf, 1.0))  # one seed: its spread is unknown
-        for values in self.clusters.values():
+        for units, values in self.clusters.items():
             z = np.asarray(values, dtype=float)
+            w = self.weights.get(units, np.full(len(z), 1.0 / max(len(z), 1)))
             if len(z) > 1:
-                out.append((len(z) / (len(z) - 1) * float(np.sum(z**2)), len(z) - 1.0))
+                # CR2 (Bell & McCaffrey 2002) for a mean: each fragment's residual over
+                # 1 - its leverage n_f / N; on Kish's effective number of fragments less one,
+                # 1 / sum (n_f / N)^2 - 1: a few large fragments carry the mean, and count as
+                # few (equal fragments: CR1's F / (F - 1) and F - 1).
+                variance = float(np.sum(z**2 / (1.0 - w)))
+                out.append((variance, max(1.0 / float(np.sum(w**2)) - 1.0, 1.0)))
         return out
 
     @property
@@ -120,30 +135,33 @@ class Estimate:
 
     @property
     def df(self) -> float | None:
-        """Welch-Satterthwaite degrees of freedom; None when the variance is 0 or unknown."""
-        parts = [(v, d) for v, d in self.parts() if v > 0]
-        if not parts or any(math.isinf(v) for v, _ in parts):
-            return None
-        return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
+        """Welch-Satterthwaite degrees of freedom, for the record (the interval itself is
+        :func:`posenc.tdist.half_width`'s); None when the variance is 0 or unknown."""
+        return _satterthwaite(self.parts())
 
-    def interval(self, level: float) -> dict[str, float | None]:
-        """``{"estimate", "low", "high", "se", "df", "level"}``: estimate ± t(df) se, at
-        ``level``; the claims' evaluator re-derives wider bounds from se and df where a claim
-        judges several entries (:func:`posenc.verdicts.adjusted`)."""
-        se, df = self.se, self.df
-        if math.isinf(se):
-            low, high = -math.inf, math.inf
-        else:
-            half = t_quantile(0.5 + level / 2.0, df) * se if se > 0 else 0.0
-            low, high = self.point - half, self.point + half
+    def interval(self, level: float) -> dict[str, Any]:
+        """``{"estimate", "low", "high", "se", "df", "level", "parts"}``: estimate ± the
+        :func:`half_width` of its parts at ``level``; the claims' evaluator re-derives wider
+        bounds from the parts where a claim judges several entries
+        (:func:`posenc.verdicts.adjusted`)."""
+        parts = self.parts()
+        half = half_width(parts, level)
         return {
             "estimate": float(self.point),
-            "low": float(low),
-            "high": float(high),
-            "se": float(se),
-            "df": df,
+            "low": float(self.point - half),
+            "high": float(self.point + half),
+            "se": math.sqrt(sum(v for v, _ in parts)),
+            "df": _satterthwaite(parts),
             "level": level,
+            "parts": [[float(v), float(d)] for v, d in parts],
         }
+
+
+def _satterthwaite(parts: list[tuple[float, float]]) -> float | None:
+    parts = [(v, d) for v, d in parts if v > 0]
+    if not parts or any(math.isinf(v) for v, _ in parts):
+        return None
+    return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
 
 
 class Design:
@@ -152,7 +170,11 @@ class Design:
     test sequences)."""
 
     def __init__(self, clusters: Mapping[Hashable, Sequence[Hashable]] | None = None):
-        self._labels = {k: np.asarray(v) for k, v in (clusters or {}).items()}
+        # Each unit set's fragment index per unit (0..F-1), computed once.
+        self._labels = {
+            k: np.unique(np.asarray(v), return_inverse=True)[1].reshape(-1)
+            for k, v in (clusters or {}).items()
+        }
 
     def fragments(self, units_of: Hashable, n_units: int) -> np.ndarray:
         """Each unit's fragment index (0..F-1)."""
@@ -163,7 +185,7 @@ class Design:
             raise ValueError(
                 f"unit set {units_of!r}: {n_units} units scored, {len(labels)} labelled"
             )
-        return np.unique(labels, return_inverse=True)[1]
+        return labels
 
     def mean(
         self,
@@ -189,4 +211,5 @@ class Design:
             grand,
             {seeds_of: {s: float(x) for s, x in zip(seed_ids, (per_seed - grand) / n_seeds)}},
             {units_of: totals / n_units},
+            {units_of: np.bincount(fragment) / n_units},
         )

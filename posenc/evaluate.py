@@ -31,6 +31,7 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -169,6 +170,20 @@ def bits_per_char(
         "windows": len(per_window),
         "defined": True,
     }
+
+
+def window_fragments(
+    corpus, mode: str, length: int, *, longest: int, tokens: int, segment: int, windows: int
+) -> np.ndarray:
+    """The fragment of validation text (:attr:`posenc.data.CharCorpus.val_fragments`) that
+    holds each scored window's last scored character, in window order, for the windows
+    :func:`bits_per_char` scores in ``mode`` at ``length`` (``longest``: the longest length
+    evaluated, where mode b's windows end): the clusters the intervals resample."""
+    if mode == "segment":
+        last = segment_window_ends(len(corpus.val), longest, segment, windows)
+    else:
+        last = all_token_windows(len(corpus.val), length, tokens) + length
+    return corpus.fragment_of(last.numpy())
 
 
 def evaluate_lm(

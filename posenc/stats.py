@@ -45,11 +45,14 @@ class Resampled:
         return Resampled(-self.point, -self.draws)
 
     def interval(self, level: float) -> dict[str, float]:
-        """``{"estimate", "low", "high"}``: the point estimate and the central ``level``
-        percentile interval of the draws."""
+        """``{"estimate", "low", "high", "se", "df", "level"}``: the point estimate and the
+        central ``level`` percentile interval of the draws, with the draws' standard deviation
+        as its standard error (normal, ``df`` None), from which a claim judging several
+        entries widens it (:func:`posenc.verdicts.adjusted`)."""
         tail = (1.0 - level) / 2.0
         low, high = np.quantile(self.draws, [tail, 1.0 - tail])
-        return interval(float(self.point), float(low), float(high))
+        se = float(np.std(self.draws, ddof=1)) if len(self.draws) > 1 else 0.0
+        return interval(float(self.point), float(low), float(high), se=se, df=None, level=level)
 
 
 class Bootstrap:

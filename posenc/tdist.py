@@ -12,6 +12,7 @@ are not whole numbers); ``df=None`` or infinite is the normal distribution.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from statistics import NormalDist
 
 _EPS = 1e-15
@@ -63,6 +64,7 @@ def t_cdf(t: float, df: float | None) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@lru_cache(maxsize=4096)  # the same few (level, df) recur: seeds - 1, fragments - 1
 def t_quantile(p: float, df: float | None) -> float:
     """The ``p`` quantile of Student's t with ``df`` degrees of freedom (None: the normal)."""
     if not 0.0 < p < 1.0:
@@ -73,16 +75,36 @@ def t_quantile(p: float, df: float | None) -> float:
         return NormalDist().inv_cdf(p)
     if p < 0.5:
         return -t_quantile(1.0 - p, df)
-    # Bracket above the normal quantile (t's tails are heavier), then bisect.
+    # Newton's method on the CDF from the normal quantile, kept inside a bracket that
+    # bisection shrinks wherever a Newton step would leave it (t's heavy tails at small df).
     low, high = 0.0, max(1.0, NormalDist().inv_cdf(p))
     while t_cdf(high, df) < p:
         low, high = high, high * 2.0
-    for _ in range(200):
-        mid = 0.5 * (low + high)
-        if t_cdf(mid, df) < p:
-            low = mid
+    log_density = math.lgamma((df + 1) / 2) - math.lgamma(df / 2) - 0.5 * math.log(df * math.pi)
+    t = min(max(NormalDist().inv_cdf(p), low), high)
+    for _ in range(100):
+        error = t_cdf(t, df) - p
+        if error < 0:
+            low = t
         else:
-            high = mid
-        if high - low <= 1e-12 * high:
+            high = t
+        density = math.exp(log_density - (df + 1) / 2 * math.log1p(t * t / df))
+        step = t - error / density if density > 0 else math.nan
+        t = step if low < step < high else 0.5 * (low + high)
+        if high - low <= 1e-12 * high or abs(error) < 1e-15:
             break
-    return 0.5 * (low + high)
+    return t
+
+
+def half_width(parts, level: float) -> float:
+    """The interval's half-width from its parts (variance, degrees of freedom): the square
+    root of sum_i t(df_i)^2 v_i, each part scaled by its own quantile. One part: the exact t
+    interval. Several: never narrower than one t on their Welch-Satterthwaite df would be
+    where it matters. Welch-Satterthwaite's df rises exactly when the seed part happens to
+    come out small, which is when the estimate is furthest out, and so covered 0.93 at 3
+    seeds where the seeds dominate; each part at its own df covers the nominal level (the
+    modified large-sample idea of Graybill & Wang 1980)."""
+    if any(math.isinf(v) for v, _ in parts):
+        return math.inf
+    p = 0.5 + level / 2.0
+    return math.sqrt(sum(t_quantile(p, d) ** 2 * v for v, d in parts if v > 0))

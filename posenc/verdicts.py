@@ -11,7 +11,7 @@ import operator
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from posenc.tdist import t_quantile
+from posenc.tdist import half_width, t_quantile
 
 if TYPE_CHECKING:
     from posenc.claims import Check
@@ -30,8 +30,9 @@ COMPARISONS = {
 
 INTERVAL_KEYS = frozenset({"estimate", "low", "high"})
 # What an interval may carry beside its bounds: its standard error, degrees of freedom (None:
-# normal) and level, from which a claim judging several entries re-derives wider bounds.
-INTERVAL_EXTRA = frozenset({"se", "df", "level"})
+# normal), level and variance parts ([variance, df] each; posenc.estimates), from which a claim
+# judging several entries re-derives wider bounds.
+INTERVAL_EXTRA = frozenset({"se", "df", "level", "parts"})
 
 
 def interval(
@@ -77,7 +78,10 @@ def adjusted(value: Any, entries: int) -> Any:
         if entries <= 1 or se is None or level is None or not math.isfinite(se):
             return value
         family = 1.0 - (1.0 - level) / entries
-        half = t_quantile(0.5 + family / 2.0, value.get("df")) * se
+        if value.get("parts"):
+            half = half_width(value["parts"], family)
+        else:
+            half = t_quantile(0.5 + family / 2.0, value.get("df")) * se
         est = value["estimate"]
         return {**value, "low": est - half, "high": est + half, "level": family}
     if isinstance(value, Mapping):

@@ -9,7 +9,14 @@ from posenc.stats import Bootstrap, disagree
 
 def test_a_constant_has_a_zero_width_interval():
     r = Bootstrap(200).mean(np.full((3, 10), 2.5), seeds_of="a", units_of="w")
-    assert r.interval(0.95) == {"estimate": 2.5, "low": 2.5, "high": 2.5}
+    assert r.interval(0.95) == {
+        "estimate": 2.5,
+        "low": 2.5,
+        "high": 2.5,
+        "se": 0.0,
+        "df": None,
+        "level": 0.95,
+    }
 
 
 def test_the_interval_covers_the_true_mean_about_as_often_as_its_level():

@@ -1,5 +1,6 @@
-"""Every model's per-unit scores, resampled by one bootstrap so that the intervals drawn from
-it pair where the data are (:class:`Scores`), and the curves they make."""
+"""Every model's per-unit scores, with intervals from one design (seeds, and fragments of text
+or test sequences, :mod:`posenc.estimates`) so that the intervals drawn from it pair where the
+data are (:class:`Scores`), and the curves they make."""
 
 from collections import defaultdict
 from typing import Any
@@ -7,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from posenc.encodings import REGISTRY
-from posenc.stats import Bootstrap, Resampled, disagree
+from posenc.estimates import Design, Estimate
+from posenc.stats import disagree
 from posenc.variants import split_model
 
 from .rows import _encoding_index, series_name
@@ -15,7 +17,7 @@ from .rows import _encoding_index, series_name
 
 def _units(ev: dict, r: dict) -> tuple[list[float] | None, tuple]:
     """One evaluation row's per-unit values and the name of the units they are measured on:
-    the same name wherever the units are the same, so the bootstrap pairs them."""
+    the same name wherever the units are the same, so that the intervals pair them."""
     if ev["task"] == "lm":
         # Mode b scores the same windows at every length and for every model; mode a scores
         # tokens / L windows of the same text at length L for every model.
@@ -25,12 +27,13 @@ def _units(ev: dict, r: dict) -> tuple[list[float] | None, tuple]:
 
 
 class Scores:
-    """Every model's per-unit scores, by (task, series, split, mode, multiplier), resampled
-    with one :class:`Bootstrap` so that every interval drawn from it is paired where the data
-    are. A key whose models are undefined (a learned table past L_max) has no scores."""
+    """Every model's per-unit scores, by (task, series, split, mode, multiplier), estimated
+    with one :class:`Design` (which units share a fragment of text) so that every interval
+    drawn from it is paired where the data are. A key whose models are undefined (a learned
+    table past L_max) has no scores."""
 
-    def __init__(self, evals: list[dict], bootstrap: Bootstrap, level: float):
-        self.bootstrap, self.level = bootstrap, level
+    def __init__(self, evals: list[dict], design: Design, level: float):
+        self.design, self.level = design, level
         groups: dict[tuple, dict] = defaultdict(lambda: {"seeds": {}, "defined": True})
         for ev in evals:
             for r in ev["rows"]:
@@ -50,24 +53,27 @@ class Scores:
                 else:
                     group["seeds"][ev["seed"]] = values
         self.groups = dict(groups)
-        self._resampled: dict[tuple, Resampled | None] = {}
+        self._resampled: dict[tuple, Estimate | None] = {}
 
-    def get(self, task, series, mode, multiplier, split="val") -> Resampled | None:
-        """The resampled mean over seeds and units; None where undefined or not evaluated."""
+    def get(self, task, series, mode, multiplier, split="val") -> Estimate | None:
+        """The mean over seeds and units; None where undefined or not evaluated."""
         key = (task, series, split, mode, multiplier)
         if key not in self._resampled:
             group = self.groups.get(key)
             if group is None or not group["defined"] or not group["seeds"]:
                 self._resampled[key] = None
             else:
-                values = np.array([group["seeds"][s] for s in sorted(group["seeds"])])
-                self._resampled[key] = self.bootstrap.mean(
-                    values, seeds_of=(task, group["encoding"]), units_of=group["units"]
+                seeds = sorted(group["seeds"])
+                self._resampled[key] = self.design.mean(
+                    np.array([group["seeds"][s] for s in seeds]),
+                    seeds_of=(task, group["encoding"]),
+                    units_of=group["units"],
+                    seed_ids=seeds,
                 )
         return self._resampled[key]
 
-    def interval(self, resampled: Resampled | None) -> dict[str, float] | None:
-        return None if resampled is None else resampled.interval(self.level)
+    def interval(self, estimate: Estimate | None) -> dict[str, float] | None:
+        return None if estimate is None else estimate.interval(self.level)
 
     def cell(self, key: tuple) -> dict[str, Any]:
         """What a table cell shows: the estimate and interval over seeds, each seed's mean
@@ -76,13 +82,18 @@ class Scores:
         group = self.groups[key]
         if not group["defined"] or not group["seeds"]:
             return {"defined": False}
+        # Each model's own interval (its units only): where two do not overlap, the seeds
+        # differ by more than their evaluation noise.
         per_seed = {
-            seed: self.bootstrap.within(np.array(values), group["units"]).interval(self.level)
+            seed: self.design.mean(np.array([values]), ("one", seed), group["units"]).interval(
+                self.level
+            )
             for seed, values in sorted(group["seeds"].items())
         }
+        shown = self.interval(self.get(task, series, mode, m, split))
         return {
             "defined": True,
-            **self.interval(self.get(task, series, mode, m, split)),
+            **{k: shown[k] for k in ("estimate", "low", "high")},
             "per_seed": {str(seed): i["estimate"] for seed, i in per_seed.items()},
             "seeds_disagree": disagree(list(per_seed.values())),
             "n_seeds": len(per_seed),
