@@ -147,7 +147,13 @@ class Claim:
     at L_train, say). One that does not hold, or whose interval straddles its threshold, makes
     the claim ``inconclusive``, with a reason that names the entries and numbers that fell
     short: a claim whose models never learned the task is not a finding either way. Their
-    values are in "measured", beside the checked ones."""
+    values are in "measured", beside the checked ones.
+
+    ``min_judged`` names the threshold saying how many entries must be judged (their
+    preconditions hold) for the claim to be decided (default 1). ``scope`` is the evidence
+    path of the scale the claim was measured at (parameters, heads x width, L_train); an
+    empirical claim without one reads its section's ``scope``, so that the report can set
+    it beside the cited paper's."""
 
     id: str
     statement: str
@@ -374,7 +380,11 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
         measured = present[0][1] if present else None
     else:
         measured = dict(present)
-    scope = lookup(evidence, claim.scope) if claim.scope else MISSING
+    # The scale the claim was measured at: its own evidence path, or for an empirical claim
+    # the section's ``scope`` (the trained models' size and context), shown beside the papers'.
+    scope = MISSING
+    if claim.scope or claim.kind == "empirical":
+        scope = lookup(evidence, claim.scope or "scope")
     return {
         "id": claim.id,
         "kind": claim.kind,

@@ -1,12 +1,13 @@
 """Context extension: every zero-shot and fine-tuned evaluation, aggregated; the methods'
 frequencies, from ``posenc.rope_scaling``, published for anyone to check.
 
-Every mean comes with a two-level bootstrap interval (``posenc.stats``), over the base models'
-seeds and, within each, the evaluation windows. Every model here descends from one base model
-per seed and every evaluation scores the same windows (mode b), so all comparisons (between
-methods, steps, lengths) resample both jointly: they are paired. The continued-training control
-(spec.CONTROL: plain RoPE fine-tuned at s = 1) is one more fine-tune among them, and every gain
-or level a claim credits to a fine-tuned method is measured against it after as many steps.
+Every mean comes with a Student-t interval (``posenc.estimates``) over the base models' seeds
+and the fragments of text the evaluation windows fall in (as the extrapolation section found
+them). Every model here descends from one base model per seed and every evaluation scores the
+same windows (mode b), so all comparisons (between methods, steps, lengths) are paired. The
+continued-training control (spec.CONTROL: plain RoPE fine-tuned at s = 1) is one more
+fine-tune among them, and every gain or level a claim credits to a fine-tuned method is
+measured against it after as many steps.
 The scores are in scores.py, the methods' frequencies in frequencies.py, what the claims read
 in evidence.py; this module gathers them. The modules measure; the claims (spec.py) judge.
 """
@@ -16,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from posenc.analysis import Context, Measurements
+from posenc.estimates import Design
 from posenc.io import read_json
-from posenc.stats import Bootstrap
 
 from .evidence import evidence
 from .frequencies import _plain, frequency_rows, yarn_ramp_gaps
@@ -36,11 +37,38 @@ def compute(ctx: Context) -> Measurements:
     ctx.log.info("%d zero-shot, %d fine-tune evaluations", len(zero_shot), len(tuned))
     intervals = ctx.config["extrapolation"]["intervals"]
     stretched = [read_json(f) for f in ctx.inputs.get("stretch", [])]
-    (base,) = (read_json(f)["evidence"] for f in ctx.inputs["base_evidence"])
-    learned = base.get("lm_learned_margin", {})
-    return aggregate(
-        zero_shot, tuned, logs, timings, ctx.cfg, intervals, ctx.seed, learned, stretched
+    (base,) = (read_json(f) for f in ctx.inputs["base_evidence"])
+    learned = base["evidence"].get("lm_learned_margin", {})
+    fragments = base.get("summary", {}).get("window_fragments", {})
+    measured = aggregate(
+        zero_shot,
+        tuned,
+        logs,
+        timings,
+        ctx.cfg,
+        intervals,
+        ctx.seed,
+        learned,
+        stretched,
+        clusters=extension_clusters(fragments),
     )
+    # The base models' scale, as the extrapolation section measured it: the claims' scope.
+    if "scope" in base["evidence"]:
+        measured.evidence["scope"] = base["evidence"]["scope"]
+    return measured
+
+
+def extension_clusters(fragments: dict[str, list[int]]) -> dict[tuple, list[int]]:
+    """The extrapolation section's window fragments by this section's units' names: mode b's
+    ("segment",), mode a's ("all", length)."""
+    out = {}
+    for name, labels in fragments.items():
+        parts = name.split(" ")
+        if parts == ["segment"]:
+            out["segment",] = labels
+        elif parts[:2] == ["all", "val"]:
+            out["all", int(parts[2])] = labels
+    return out
 
 
 def aggregate(
@@ -53,12 +81,13 @@ def aggregate(
     seed: int = 0,
     learned_margin: dict[str, Any] | None = None,
     stretched: list[dict] | None = None,
+    clusters: dict[tuple, list[int]] | None = None,
 ) -> Measurements:
     """``learned_margin``: each base model's bits/char below the interpolated trigram at
     L_train, as the extrapolation section measured it (the claims' precondition);
     ``stretched``: the zero-shot stretch evaluations of every stretched LM."""
     intervals = intervals or DEFAULT_INTERVALS
-    scores = Scores(zero_shot, tuned, Bootstrap(intervals["resamples"], seed), intervals["level"])
+    scores = Scores(zero_shot, tuned, Design(clusters), intervals["level"])
     ci, zs, ft = scores.ci, scores.zs, scores.ft
     methods, scales = cfg["methods"], cfg["finetune"]["scales"]
     multipliers = cfg["zero_shot"]["multipliers"]
@@ -75,7 +104,7 @@ def aggregate(
     stretched = stretched or []
     # The LongRoPE profile the stretches ran with, as their settings carry it.
     profile = next((r["settings"]["longrope"] for r in stretched), None)
-    stretch_scores = Scores(stretched, [], scores.bootstrap, scores.level)
+    stretch_scores = Scores(stretched, [], scores.design, scores.level)
     stretch_cells, stretch_ev = stretch_measure(stretched, stretch_scores, scores, cfg, encodings)
     ev |= stretch_ev
     stretch_encodings = list(dict.fromkeys(c["encoding"] for c in stretch_cells))

@@ -4,8 +4,9 @@ Inputs are the per-model evaluation records (``workflow/scripts/evaluate_model.p
 training logs (``workflow/scripts/train_model.py``), listed by the spec's ``inputs``; nothing is
 trained or evaluated here, so the report can change without touching a model.
 
-Every mean comes with a confidence interval from a two-level bootstrap (``posenc.stats``): over
-seeds, and within each model over its evaluation windows (LM) or test sequences (passkey).
+Every mean comes with a Student-t interval (``posenc.estimates``) whose variance has a seed
+part and a text part: over seeds, and over the fragments of validation text its evaluation
+windows fall in (LM) or its test sequences (passkey).
 Comparisons resample what they share jointly: a change with length is paired by window (mode
 b scores the same windows at every length), a comparison of encodings by text. The claims read
 these intervals, so a verdict rests on the whole interval. Where a model's own interval (its
@@ -27,6 +28,7 @@ from typing import Any
 
 from posenc import ngram
 from posenc.analysis import Context, Measurements
+from posenc.estimates import Design
 from posenc.io import read_json
 from posenc.stats import Bootstrap
 
@@ -66,7 +68,13 @@ def compute(ctx: Context) -> Measurements:
         t["log"].update(timings[t["log"]["label"]])
     ctx.log.info("%d evaluations, %d training logs", len(evals), len(train_logs))
     lm_logs = [t for t in train_logs if t["task"] == "lm"]
-    baselines = corpus_baselines(lm_logs[0]["data"]) if lm_logs else None
+    baselines, clusters = None, None
+    if lm_logs:
+        from posenc.data import trained_corpus
+
+        corpus = trained_corpus(lm_logs[0]["data"])
+        baselines = ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), corpus.vocab_size)
+        clusters = window_clusters(corpus, [e for e in evals if e["task"] == "lm"])
     return aggregate(
         evals,
         train_logs,
@@ -78,7 +86,43 @@ def compute(ctx: Context) -> Measurements:
         min_learners=ctx.cfg["thresholds"]["passkey_min_learners"],
         learned_margin=ctx.cfg["thresholds"]["lm_learned_margin_bits"],
         plateau_bits=ctx.cfg["thresholds"]["plateau_bits"],
+        clusters=clusters,
     )
+
+
+def scope_of(log: dict, seeds: list[int]) -> dict[str, Any]:
+    """A task's models as the claims on them were measured: parameters, layers, heads and
+    their width, the training length and the seeds."""
+    model = log["model_config"]
+    return {
+        "task": log["task"],
+        "parameters": log["n_params"],
+        "layers": model["n_layers"],
+        "heads": model["n_heads"],
+        "head_width": model["d_model"] // model["n_heads"],
+        "train_len": log["train_len"],
+        "seeds": len(seeds),
+    }
+
+
+def window_clusters(corpus, lm_evals: list[dict]) -> dict[tuple, Any]:
+    """Which fragment of validation text each scored window of the LMs' evaluations falls in,
+    by the units' name in :class:`.scores.Scores` (mode b's windows, the same at every length,
+    and mode a's at each length). Training-text windows stay units of their own."""
+    from posenc.evaluate import window_fragments
+
+    settings = lm_evals[0]["settings"]
+    lengths = sorted({r["length"] for ev in lm_evals for r in ev["rows"] if r["split"] == "val"})
+    common = {
+        "longest": max(lengths),
+        "tokens": settings["tokens"],
+        "segment": settings["segment"],
+        "windows": settings["segment_windows"],
+    }
+    clusters = {("segment",): window_fragments(corpus, "segment", max(lengths), **common)}
+    for length in lengths:
+        clusters["all", "val", length] = window_fragments(corpus, "all", length, **common)
+    return clusters
 
 
 def aggregate(
@@ -93,6 +137,7 @@ def aggregate(
     *,
     learned_margin: float,
     plateau_bits: float,
+    clusters: dict[tuple, Any] | None = None,
 ) -> Measurements:
     """The measurements from evaluation records and training logs (timings merged in);
     ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`); ``intervals``
@@ -101,7 +146,8 @@ def aggregate(
     ``thresholds.passkey_min_accuracy``) and ``min_learners`` how many must have for an
     encoding to be judged (``thresholds.passkey_min_learners``)."""
     intervals = intervals or DEFAULT_INTERVALS
-    scores = Scores(evals, Bootstrap(intervals["resamples"], seed), intervals["level"])
+    design = Design(clusters)
+    scores = Scores(evals, design, intervals["level"])
     lm_rows, passkey_rows = lm_table(evals), passkey_table(evals)
     lm_evals = [e for e in evals if e["task"] == "lm"]
     passkey_evals = [e for e in evals if e["task"] == "passkey"]
@@ -180,11 +226,11 @@ def aggregate(
         "gaps": memorisation_gaps(lm_rows),
     }
     # Passkey claims are decided on the seeds that learned the task at N; the raw means over
-    # every seed stay in the tables. One bootstrap seed for both, so that intervals pair alike.
+    # every seed stay in the tables. One design for both, so that intervals pair alike.
     learned = passkey_learners(passkey_evals, learned_at)
     learned_scores = Scores(
         [e for e in passkey_evals if e["seed"] in learned[e["encoding"]]],
-        Bootstrap(intervals["resamples"], seed),
+        design,
         intervals["level"],
     )
     summary["passkey_learned_seeds"] = {e: learned[e] for e in passkey_encodings}
@@ -207,6 +253,11 @@ def aggregate(
         references=baselines or {},
         min_learners=min_learners,
     )
+    # The scale the claims were measured at, set beside the cited papers' in the report.
+    for task, key in (("lm", "scope"), ("passkey", "scope_passkey")):
+        log = next((t for t in train_logs if t["task"] == task), None)
+        if log is not None:
+            ev[key] = scope_of(log, summary["seeds"].get(task, []))
     # Why extrapolation fails: the attention read out of the seeds the config names, ranked
     # across the encodings whose LMs learned (the whole margin interval above the threshold).
     margin = ev.get("lm_learned_margin", {})
@@ -215,6 +266,11 @@ def aggregate(
         lm_evals, learned_lms, Bootstrap(intervals["resamples"], seed), intervals["level"]
     )
     ev |= readout_ev
+    # Which fragment of text each scored window falls in, for the sections that score the
+    # same windows (the extension's zero-shot and fine-tuned evaluations).
+    summary["window_fragments"] = {
+        " ".join(map(str, key)): list(map(int, labels)) for key, labels in (clusters or {}).items()
+    }
     summary["mechanism_seeds"] = sorted({e["seed"] for e in lm_evals if e.get("readout")})
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     if corpus.get("files"):  # a text of whole files (python-stdlib): what the prose describes
