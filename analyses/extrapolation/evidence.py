@@ -3,12 +3,22 @@ a measured number or a yes/no fact, never a verdict."""
 
 from typing import Any
 
+import numpy as np
+
 from posenc.encodings import REGISTRY
+from posenc.estimates import Design
 from posenc.variants import split_model
 
 from .learned import LEARNED_REFERENCE
+from .preconditions import CAPACITY_BITS_PER_PARAMETER, COLLAPSE_REFERENCE
 from .rows import series_name
 from .scores import Scores
+
+# The passkey claim that names the best encoding chooses it on one half of the test sequences
+# and judges it on the other, so that the sequences that favoured it by chance do not judge it:
+# the sequences are split by position, even (choose) and odd (judge), which keeps both halves
+# drawn alike from every stretch of the fixed test set.
+CHOOSING_HALF, JUDGING_HALF = slice(0, None, 2), slice(1, None, 2)
 
 
 def evidence(
@@ -23,6 +33,8 @@ def evidence(
     learners: dict[str, int] | None = None,
     references: dict[str, float] | None = None,
     min_learners: int = 0,
+    lm_parameters: dict[str, int] | None = None,
+    train_characters: int | None = None,
 ) -> dict[str, Any]:
     """The named values the claims read, per encoding where the claims name one; each is an
     interval (estimate and bounds), a measured number or a yes/no fact, never a verdict.
@@ -32,7 +44,10 @@ def evidence(
     Passkey accuracies are means over the seeds that learned the task at N
     (``learned_scores``; all seeds without it), and ``learners`` counts them per encoding, for
     the claims' preconditions. ``references`` are the n-gram bits/char of the validation text:
-    how far each LM is below :data:`LEARNED_REFERENCE` at L_train is whether it learned."""
+    how far each LM is below :data:`LEARNED_REFERENCE` at L_train is whether it beat a trigram,
+    and where its interval lies wholly above :data:`COLLAPSE_REFERENCE` it has collapsed.
+    ``lm_parameters`` (per LM encoding) and ``train_characters`` size what the LMs can store,
+    for the memorisation claim; without them it has no evidence."""
     passkey_encodings = encodings if passkey_encodings is None else passkey_encodings
     learners = learners or {}
     references = references or {}
@@ -52,6 +67,43 @@ def evidence(
     one = {e: bits(e, "segment", 1) for e in encodings}
     far = {e: bits(e, "segment", longest) for e in encodings}
     defined_far = [e for e in encodings if one[e] is not None and far[e] is not None]
+    # Collapsed at a length past L_train: the whole bits/char interval (mode b) above the
+    # unigram's, worse than character frequencies alone. Beating a collapsed model can hardly
+    # fail, so a comparison is judged at the longest length where its comparator has not
+    # collapsed (where it has at every length, the claim's precondition says so).
+    unigram = references.get(COLLAPSE_REFERENCE)
+    collapsed = (
+        {
+            e: {
+                m: ci(r)["low"] > unigram
+                for m in multipliers
+                if m > 1 and (r := bits(e, "segment", m)) is not None
+            }
+            for e in defined_far
+        }
+        if unigram is not None
+        else {}
+    )
+
+    def judged_at(a: str, b: str) -> int | None:
+        """The longest length past L_train at which ``b`` has not collapsed and ``a`` is
+        defined; None where there is none."""
+        return max(
+            (m for m, down in collapsed.get(b, {}).items() if not down and m in collapsed[a]),
+            default=None,
+        )
+
+    def uncollapsed(lead) -> dict[str, dict[str, dict[str, Any]]]:
+        """``lead(a, b, m)`` for every pair, keyed by the length it is judged at."""
+        return {
+            a: {
+                b: {f"{m}x": ci(lead(a, b, m))}
+                for b in collapsed
+                if b != a and (m := judged_at(a, b)) is not None
+            }
+            for a in collapsed
+        }
+
     curves = list(encodings) + [
         series_name(e, method)
         for e in encodings
@@ -75,8 +127,9 @@ def evidence(
         for e in encodings
         if e in REGISTRY and REGISTRY[e].extensions
     }
-    # Passkey: accuracy at 4N (the longest tested if 4N is not), the best encodings named (by
-    # estimate); every encoding's accuracy at every length, for the claims that name one.
+    # Passkey: accuracy at 4N (the longest tested if 4N is not), the best encodings named
+    # (chosen on held-out sequences, below); every encoding's accuracy at every length, for the
+    # claims that name one.
     at = 4 if 4 in passkey_multipliers else max(passkey_multipliers, default=None)
 
     def accuracy(e, m):
@@ -84,12 +137,45 @@ def evidence(
 
     at_long = {e: accuracy(e, at) for e in passkey_encodings if accuracy(e, at) is not None}
     # The best among the encodings whose seeds learned the task often enough to judge
-    # (``min_learners``); among all where none did, and the claim's precondition says so.
-    judged = {
-        e: r for e, r in at_long.items() if learners.get(e, min_learners) >= min_learners
-    } or at_long
-    top = max((r.point for r in judged.values()), default=None)
-    best_long = [e for e, r in judged.items() if r.point == top]
+    # (``min_learners``); among all where none did, and the claim's precondition says so. It
+    # is chosen by its accuracy on the choosing half of the test sequences and judged on the
+    # judging half (each seed's correct answers per sequence, as Scores groups them).
+    candidates = [e for e in at_long if learners.get(e, min_learners) >= min_learners] or list(
+        at_long
+    )
+    correct = {}  # encoding -> (seeds, (seeds, sequences) array of 1/0)
+    for e in candidates:
+        group = passkey_scores.groups[("passkey", series_name(e, "plain"), "val", "all", at)]
+        seeds = sorted(group["seeds"])
+        values = np.array([group["seeds"][s] for s in seeds], dtype=float)
+        if values.shape[1] >= 2:  # a sequence to choose on and one to judge on
+            correct[e] = seeds, values
+    choosing = {e: float(v[:, CHOOSING_HALF].mean()) for e, (_, v) in correct.items()}
+    top = max(choosing.values(), default=None)
+    best_long = [e for e, x in choosing.items() if x == top]
+    best_accuracy = {
+        e: ci(
+            Design().mean(  # test sequences are independent: each is its own unit
+                correct[e][1][:, JUDGING_HALF],
+                seeds_of=("passkey", e),
+                units_of=("passkey", at, "judging half"),
+                seed_ids=correct[e][0],
+            )
+        )
+        for e in best_long
+    }
+    sequences = next((v.shape[1] for _, v in correct.values()), None)
+    # Seeds that learned the task at N, of all an encoding was trained with: the passkey
+    # claims average over the learners alone, and their statements say how many.
+    trained: dict[str, set] = {}
+    for key, group in scores.groups.items():
+        if key[0] == "passkey":
+            trained.setdefault(key[1], set()).update(group["seeds"])
+    learned_of = {
+        e: f"{learners[e]} of {len(trained[e])}"
+        for e in passkey_encodings
+        if e in learners and trained.get(e)
+    }
     other_accuracies = {
         e: {
             f"{m}N": ci(accuracy(e, m))
@@ -141,6 +227,12 @@ def evidence(
         for e in passkey_encodings
         if (one_n := accuracy(e, 1)) is not None and one_n.point > 0
     }
+    # What the smallest LM can store per training character, were it all spent on the text.
+    capacity = (
+        CAPACITY_BITS_PER_PARAMETER * min(lm_parameters.values()) / train_characters
+        if lm_parameters and train_characters
+        else None
+    )
     return {
         "train_len": train_len,
         "longest": longest,
@@ -149,7 +241,9 @@ def evidence(
         "lm_learned_margin": learned_margin,
         "learned_reference": LEARNED_REFERENCE if reference is not None else None,
         "passkey_learners": dict(learners),
+        "passkey_learned_of": learned_of,
         "passkey_best_learners": {e: learners[e] for e in best_long if e in learners},
+        "passkey_best_learned_of": {e: learned_of[e] for e in best_long if e in learned_of},
         "passkey_retention": {e: r for e, r in retention.items() if r},
         # Randomized positions against the same encoding without: both must have learned.
         "randomized_pair_learners": {
@@ -157,6 +251,13 @@ def evidence(
             for e in passkey_encodings
             for base, randomized in [split_model(e)]
             if randomized and base in passkey_encodings
+        },
+        "randomized_pair_learned_of": {
+            base: f"{min(learners.get(e, 0), learners.get(base, 0))} of "
+            f"{min(len(trained.get(e, ())), len(trained.get(base, ())))}"
+            for e in passkey_encodings
+            for base, randomized in [split_model(e)]
+            if randomized and base in passkey_encodings and learners
         },
         "parity_best": best,
         "parity_best_bits": ci(at_train[best]),
@@ -179,6 +280,23 @@ def evidence(
         "far_lead": {
             a: {b: ci(far[b] - far[a]) for b in defined_far if b != a} for a in defined_far
         },
+        # Where each LM has collapsed past L_train, whether it has not somewhere, and the two
+        # comparisons at the longest length where the comparator (the inner key) has not,
+        # keyed by that length.
+        "collapse_reference": COLLAPSE_REFERENCE,
+        "collapsed_at": {
+            e: [f"{m}x" for m, down in by_length.items() if down]
+            for e, by_length in collapsed.items()
+        },
+        "alive_past_train": {
+            e: not all(by_length.values()) for e, by_length in collapsed.items() if by_length
+        },
+        "uncollapsed_lead": uncollapsed(
+            lambda a, b, m: bits(b, "segment", m) - bits(a, "segment", m)
+        ),
+        "uncollapsed_change_lead": uncollapsed(
+            lambda a, b, m: (bits(b, "segment", m) - one[b]) - (bits(a, "segment", m) - one[a])
+        ),
         # The same lead at every length past L_train (mode b), by length: a claim judged at one
         # length shows the others beside it.
         "lead_by_length": {
@@ -207,11 +325,29 @@ def evidence(
         "passkey_at": at,
         "passkey_chance": chance,
         "passkey_best": best_long,
-        "passkey_best_accuracy": {e: ci(at_long[e]) for e in best_long},
+        # The best's accuracy on the judging half, and every candidate's on the choosing half.
+        "passkey_best_accuracy": best_accuracy,
+        "passkey_selection_accuracy": choosing,
+        **(
+            {"passkey_selection_half": f"{len(range(sequences)[CHOOSING_HALF])} of {sequences}"}
+            if sequences
+            else {}
+        ),
         "passkey_other_accuracies": {e: a for e, a in other_accuracies.items() if a},
         "passkey_accuracy": {e: a for e, a in passkey_accuracy.items() if a},
         "memorisation_gap": {e: ci(r) for e, r in gap.items()},
         "memorisation_growth": {e: ci(r) for e, r in gap_growth.items()},
+        # What the smallest LM can store per training character (None: not given).
+        **(
+            {
+                "memorisation_capacity": capacity,
+                "capacity_bits_per_parameter": CAPACITY_BITS_PER_PARAMETER,
+                "lm_parameters_min": min(lm_parameters.values()),
+                "train_characters": train_characters,
+            }
+            if capacity is not None
+            else {}
+        ),
         "randomized_gain": randomized_gain,
         "randomized_accuracy": {
             e: ci(at_long[e]) for e in passkey_encodings if split_model(e)[1] and e in at_long

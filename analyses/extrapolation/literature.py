@@ -1,10 +1,19 @@
 """The literature's claims on how a model's loss moves beyond L_train, as one table: each row
 an encoding (and the one it is compared with), a direction, a threshold key and the paper's
-numbers or words; :func:`length_claim` makes each a claim on the models that learned."""
+numbers or words; :func:`length_claim` makes each a claim on the models that beat a trigram.
+
+A comparison is judged at the longest length at which its comparator has not collapsed (its
+bits/char interval wholly above the unigram's, ``preconditions.COLLAPSE_REFERENCE``): beating a
+model that predicts worse than character frequencies can hardly fail. Where the comparator has
+collapsed at every length past L_train the claim is inconclusive, naming the collapse."""
 
 from typing import NamedTuple
 
-from analyses.extrapolation.preconditions import T5_TRAIN_RATIO, learned
+from analyses.extrapolation.preconditions import (
+    T5_TRAIN_RATIO,
+    beats_trigram,
+    not_collapsed,
+)
 from posenc.claims import Check, Claim
 
 
@@ -24,25 +33,30 @@ class LengthClaim(NamedTuple):
 
 # What each direction measures on the same scored tokens (mode b), how it is compared with its
 # threshold, the check's label, and the losses shown beside it; {e} is the encoding, {other}
-# the one it is compared with.
+# the one it is compared with. A comparison's evidence is keyed by the length it is judged at
+# (the longest where {other} has not collapsed), so the ledger names it; the same comparison at
+# the longest length, and the lengths where each collapsed, are shown beside and decide nothing.
 CHANGE_SHOWS = ("bits_at_1x.{e}", "bits_at_longest.{e}")
+COLLAPSE_SHOWS = ("collapsed_at.{e}", "collapsed_at.{other}")
 DIRECTIONS = {
     "degrades": ("far_change.{e}", ">=", "{e} bits/char increase", CHANGE_SHOWS),
     "degrades_mildly": ("far_change.{e}", "<", "{e} bits/char increase", CHANGE_SHOWS),
     "flat": ("far_change.{e}", "<=", "{e} bits/char change", CHANGE_SHOWS),
-    "beats_long": (
-        "far_lead.{e}.{other}",
+    "beats_uncollapsed": (
+        "uncollapsed_lead.{e}.{other}",
         ">",
-        "{other} minus {e} bits/char",
-        ("bits_at_longest.{e}", "bits_at_longest.{other}"),
+        "{other} minus {e} bits/char where {other} has not collapsed",
+        ("far_lead.{e}.{other}", "bits_at_longest.{e}", "bits_at_longest.{other}", *COLLAPSE_SHOWS),
     ),
-    "degrades_less": (
-        "far_change_lead.{e}.{other}",
+    "degrades_less_uncollapsed": (
+        "uncollapsed_change_lead.{e}.{other}",
         ">",
-        "{other}'s rise minus {e}'s rise, bits/char",
-        ("far_change.{e}", "far_change.{other}"),
+        "{other}'s rise minus {e}'s rise, bits/char, where {other} has not collapsed",
+        ("far_change_lead.{e}.{other}", "far_change.{e}", "far_change.{other}", *COLLAPSE_SHOWS),
     ),
 }
+# The directions that compare with another encoding: judged where it has not collapsed.
+COMPARISONS = ("beats_uncollapsed", "degrades_less_uncollapsed")
 
 LITERATURE = (
     LengthClaim(
@@ -78,12 +92,14 @@ LITERATURE = (
         also_shows=("far_change_all.alibi",),
     ),
     LengthClaim(
-        "alibi_beats_sinusoidal_long",
+        "alibi_beats_sinusoidal_uncollapsed",
         ("alibi", "sinusoidal"),
-        "beats_long",
+        "beats_uncollapsed",
         "beats_margin_bits",
-        "At {longest}x L_train ALiBi's loss (mode b) is lower than sinusoidal's (Press et al.: "
-        "18.31 vs 406 ppl).",
+        "ALiBi's loss (mode b) is lower than sinusoidal's at the longest length past L_train at "
+        "which sinusoidal has not collapsed ({longest}x L_train unless its bits/char interval "
+        "there lies wholly above the {collapse_reference}'s; inconclusive if it does at every "
+        "length), the length the ledger names (Press et al.: 18.31 vs 406 ppl at 30x).",
         ("press2022",),
     ),
     LengthClaim(
@@ -97,12 +113,14 @@ LITERATURE = (
         ("chi2022",),
     ),
     LengthClaim(
-        "xpos_degrades_less",
+        "xpos_degrades_less_uncollapsed",
         ("xpos", "rope"),
-        "degrades_less",
+        "degrades_less_uncollapsed",
         "beats_margin_bits",
         "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from 1x to "
-        "{longest}x L_train than RoPE's (Sun et al. 2022).",
+        "the longest length at which RoPE has not collapsed ({longest}x L_train unless RoPE's "
+        "bits/char interval there lies wholly above the {collapse_reference}'s; inconclusive if "
+        "it does at every length), the length the ledger names, than RoPE's (Sun et al. 2022).",
         ("sun2022", "su2021"),
     ),
     LengthClaim(
@@ -129,38 +147,47 @@ LITERATURE = (
         ("kazemnejad2023", "haviv2022"),
     ),
     LengthClaim(
-        "hybrid_beats_rope_long",
+        "hybrid_beats_rope_uncollapsed",
         ("rope_nope_hybrid", "rope"),
-        "beats_long",
+        "beats_uncollapsed",
         "beats_margin_bits",
-        "RoPE layers interleaved with NoPE layers extrapolate better than RoPE alone: at "
-        "{longest}x L_train the hybrid's loss (mode b) is lower than RoPE's (Yang et al. 2025 "
-        "find their RoPE/NoPE hybrid beats full RoPE on long-context tasks; Llama 4 and SmolLM3 "
-        "ship it). Here the hybrid has two layers, the second NoPE.",
+        "RoPE layers interleaved with NoPE layers extrapolate better than RoPE alone: the "
+        "hybrid's loss (mode b) is lower than RoPE's at the longest length past L_train at which "
+        "RoPE has not collapsed ({longest}x L_train unless RoPE's bits/char interval there lies "
+        "wholly above the {collapse_reference}'s; inconclusive if it does at every length), the "
+        "length the ledger names (Yang et al. 2025 find their RoPE/NoPE hybrid beats full RoPE on "
+        "long-context tasks; Llama 4 and SmolLM3 ship it). Here the hybrid has two layers, the "
+        "second NoPE.",
         ("yang2025", "su2021"),
     ),
     LengthClaim(
-        "p_rope_degrades_less",
+        "p_rope_degrades_less_uncollapsed",
         ("rope_proportional", "rope"),
-        "degrades_less",
+        "degrades_less_uncollapsed",
         "beats_margin_bits",
         "p-RoPE degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
-        "1x to {longest}x L_train than RoPE's (Barbero et al. 2024: removing the lowest "
-        "frequencies keeps the semantic channels stable over long distances).",
+        "1x to the longest length at which RoPE has not collapsed ({longest}x L_train unless "
+        "RoPE's bits/char interval there lies wholly above the {collapse_reference}'s; "
+        "inconclusive if it does at every length), the length the ledger names, than RoPE's "
+        "(Barbero et al. 2024: removing the lowest frequencies keeps the semantic channels "
+        "stable over long distances).",
         ("barbero2024", "su2021"),
     ),
 )
 
 
 def length_claim(row: LengthClaim) -> Claim:
-    """The claim of one row of :data:`LITERATURE`, on the models that learned the LM task."""
+    """The claim of one row of :data:`LITERATURE`, on the models that beat a trigram, and for
+    a comparison, where its comparator has not collapsed."""
     evidence, op, label, shows = DIRECTIONS[row.direction]
     names = dict(zip(("e", "other"), row.encodings))
+    alive = (not_collapsed(names["other"]),) if row.direction in COMPARISONS else ()
     return Claim(
         f"extrapolation.{row.claim}",
         row.statement,
         kind="empirical",
-        requires=learned(*row.encodings),
+        requires=beats_trigram(*row.encodings) + alive,
+        min_judged="min_judged_entries",
         checks=(Check(evidence.format(**names), op, row.threshold, label=label.format(**names)),),
         shows=tuple(s.format(**names) for s in shows) + row.also_shows,
         references=row.references,

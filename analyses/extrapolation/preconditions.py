@@ -1,5 +1,5 @@
 """What the extrapolation section's claims require of the models they read (their
-preconditions), and the two ratios the literature fixes for them."""
+preconditions), and the numbers the literature fixes for them."""
 
 from posenc.claims import Check
 
@@ -9,29 +9,53 @@ T5_TRAIN_RATIO = 4
 # Li et al. (2024) train FIRE at 2048 and evaluate up to 8192: extrapolation.fire_best_long is
 # judged at this multiple of L_train, theirs, and shows the other lengths beside it.
 FIRE_JUDGED_AT = 4
+# An LM has collapsed at a length when its whole bits/char interval there lies above this rung
+# of the n-gram ladder (posenc.ngram.LADDER): it predicts worse than character frequencies
+# alone, so any encoding that has not collapsed "beats" it, and a comparison with it can hardly
+# fail. A comparison claim is judged where its comparator has not collapsed.
+COLLAPSE_REFERENCE = "unigram"
+# What a language model can store: about 2 bits per parameter at most, measured over many
+# architectures and sizes after 1000 exposures to each fact (Allen-Zhu and Li 2024, "Physics of
+# Language Models: Part 3.3"; 1 bit at 100 exposures). Spent wholly on its training text, it
+# would lower the training loss below the validation loss by at most this x parameters /
+# training characters bits per character: the memorisation claim's threshold is a share of that.
+CAPACITY_BITS_PER_PARAMETER = 2.0
 
 
-# Preconditions (posenc.claims.Claim.requires): an LM claim reads models that learned the task
-# (below the interpolated trigram at L_train), a passkey claim encodings with enough seeds that
-# learned it at N. Either missing: the claim is inconclusive, with the numbers.
-LEARNED = Check(
+# Preconditions (posenc.claims.Claim.requires): an LM claim reads models that beat a trigram
+# (bits/char below the interpolated trigram at L_train), a passkey claim encodings with enough
+# seeds that learned it at N, a comparison a comparator that has not collapsed everywhere past
+# L_train. Any not met: the entries it bears on are not judged, with the numbers.
+BEATS_TRIGRAM = Check(
     "lm_learned_margin",
     ">",
     "lm_learned_margin_bits",
-    label="bits/char below the interpolated trigram at L_train",
+    label="beats the interpolated trigram at L_train (bits/char below it)",
 )
 
 
-def learned(*encodings: str) -> tuple[Check, ...]:
-    """The LMs of ``encodings`` learned: each below the interpolated trigram at L_train."""
+def beats_trigram(*encodings: str) -> tuple[Check, ...]:
+    """The LMs of ``encodings`` beat a trigram: each below the interpolated trigram at
+    L_train (all a model no better than it shows is that it uses two characters of context)."""
     return tuple(
         Check(
             f"lm_learned_margin.{e}",
             ">",
             "lm_learned_margin_bits",
-            label=f"{e} bits/char below the interpolated trigram at L_train",
+            label=f"{e} beats the interpolated trigram at L_train (bits/char below it)",
         )
         for e in encodings
+    )
+
+
+def not_collapsed(encoding: str) -> Check:
+    """``encoding``'s LMs have not collapsed at some length past L_train: there, their
+    bits/char interval is not wholly above the unigram's (:data:`COLLAPSE_REFERENCE`)."""
+    return Check(
+        f"alive_past_train.{encoding}",
+        value=True,
+        label=f"{encoding} not collapsed (bits/char wholly above the {COLLAPSE_REFERENCE}'s) "
+        "at some length past L_train",
     )
 
 

@@ -305,7 +305,7 @@ SPEC = AnalysisSpec(
         CardColumn(
             "memorised",
             "memorisation_growth",
-            claim="extrapolation.no_memorisation",
+            claim="extrapolation.memorisation_below_capacity_share",
             note="growth of validation minus training bits per character at the training "
             "length after the first pass over the training text",
         ),
