@@ -18,6 +18,8 @@ REPORT_TEMPLATES = sorted(str(p) for p in TEMPLATE_DIR.rglob("*.j2")) + [
     str(BASE / "analyses" / name / "section.html.j2") for name in ANALYSES
 ]
 STYLESHEET = str(TEMPLATE_DIR / "style.css")
+# When each threshold and recipe setting was fixed: the report's appendix prints it.
+PREREGISTRATION = str(BASE / "config" / "preregistration.yaml")
 CARD_SCRIPT = "../workflow/scripts/card.py"
 REPORT_SCRIPT = "../workflow/scripts/render_report.py"
 PDF_SCRIPT = "../workflow/scripts/render_pdf.py"
@@ -59,6 +61,7 @@ rule report:
     input:
         sections=section_files,
         card=rules.card.output.data,
+        preregistration=PREREGISTRATION,
         templates=REPORT_TEMPLATES,
         # The page uses only the screen part of the stylesheet, tracked by content in
         # params.screen_css; ancient() keeps the file's mtime from re-rendering the page when

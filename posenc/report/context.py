@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from posenc import references
+from posenc import preregistration, references
 from posenc.claims import VERDICTS
 from posenc.config import config_hash
 from posenc.report.findings import counts_by_kind, findings
@@ -36,13 +36,16 @@ def build_context(
     timing_rules: dict[str, str] | None = None,
     code_digests: dict[str, dict] | None = None,
     card: str | Path | None = None,
+    preregistration_file: str | Path | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain JSON data (``data.json``); both media render it.
 
     ``timing_rules`` maps each rule without a benchmark to its ``timing`` output pattern (see
     :func:`read_timings`); ``code_digests`` maps rules to ``{"digest", "modules"}``: the digest of
     the code they run (their ``code`` param) and the modules it covers, shown in the
-    provenance; ``card`` is the report card's card.json."""
+    provenance; ``card`` is the report card's card.json; ``preregistration_file`` is the record of
+    when each threshold and recipe setting was fixed (:mod:`posenc.preregistration`), shown in
+    the appendix with this run's value beside any it sets otherwise."""
     config = json.loads(json.dumps(config, default=str))  # plain dicts: Snakemake's are not
     loaded, ledger = load_sections(sections)
     check_download_names(loaded)
@@ -97,6 +100,11 @@ def build_context(
         "references": bibliography,
         "links": {"pdf": PDF_NAME, "data": DATA_NAME, "claims": f"{FILES}/claims.json"},
         "card": load_card(card, by_id) if card else None,
+        "preregistration": (
+            preregistration.appendix(preregistration.load(preregistration_file), config)
+            if preregistration_file
+            else None
+        ),
     }
 
 

@@ -21,6 +21,7 @@ def main(snakemake):
         benchmarks_dir=p.benchmarks,
         log_dir=p.snakemake_logs,
         card=snakemake.input.card,
+        preregistration_file=snakemake.input.preregistration,
         **p.plan,  # the sections, and what the report reads of every other rule
     )
     write_json(out.claims, context["ledger"])
