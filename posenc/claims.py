@@ -15,8 +15,11 @@ each analysis writes ``results/<analysis>/claims.json``, a list of
 
 ``reason`` says why a claim is n/a or inconclusive (generated, never hand-written).
 ``outcomes`` holds, for each check whose evidence is a mapping (``{encoding: value}``, say),
-the verdict of each of its entries, ``{evidence: {key: "pass" | "fail" | "inconclusive"}}``:
-the report card colours one encoding's cell by it, rather than judging anything itself.
+the verdict of each of its entries, ``{evidence: {key: "pass" | "fail" | "inconclusive" |
+"not judged"}}``: the report card colours one encoding's cell by it, rather than judging
+anything itself. ``not_judged`` (or None) lists the entries whose preconditions did not hold
+and why; ``family`` (or None) how many interval judgements decided the claim together and the
+level each was made at; ``scope`` (or None) the scale an empirical claim was measured at.
 ``kind`` is one of :data:`KINDS`, so the report can count identities, software checks and
 empirical claims apart.
 The report merges them.
@@ -24,9 +27,10 @@ The report merges them.
 Evidence may be an interval ``{"estimate", "low", "high"}`` (see :func:`interval`): a check on
 it passes when the whole interval does, fails when the whole interval fails, and is
 ``inconclusive`` when the interval straddles the threshold: the evidence cannot decide it, and
-a verdict never rests on a point estimate. A claim fails when any of its checks (or any entry
-of a mapping) fails, is inconclusive when none fails but one is inconclusive, and passes when
-all pass; an inconclusive claim's reason names the entries, their intervals and the bound.
+a verdict never rests on a point estimate. A claim fails when any of its judged entries fails,
+is inconclusive when none fails but one is inconclusive (or too few are judged), and passes
+when all pass; an inconclusive claim's reason names the entries, their intervals and the
+bound.
 """
 
 from __future__ import annotations
@@ -209,13 +213,14 @@ class _Precondition:
     mapping: bool
     text: str
 
-    def covers(self, identifiers: set[str]) -> list[str]:
+    def covers(self, identifiers: set[str], claim_wide: bool) -> list[str]:
         """The verdicts of this precondition that bear on an entry named by
         ``identifiers``: its keys among them; a number without a key bears on every entry; a
         mapping none of whose keys names the entry bears on it as a whole (an entry keyed
-        otherwise, by length say, reads every model it covers)."""
-        if None in self.verdicts:
-            return [self.verdicts[None]]
+        otherwise, by length say, reads every model it covers), and so does a precondition
+        whose keys name no entry of the claim at all (``claim_wide``)."""
+        if None in self.verdicts or claim_wide:
+            return [combine(list(self.verdicts.values()))]
         named = [v for k, v in self.verdicts.items() if k in identifiers]
         if named or not self.mapping:
             return named
@@ -327,10 +332,22 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
             _judged_value(c, v, evidence, thresholds) for c, v in zip(claim.checks, values)
         ]
         judged = []  # (check index, key, judged value, raw value)
+        names = set().union(
+            *(
+                _identifiers(c, k)
+                for c, jv in zip(claim.checks, judged_values)
+                for k, _ in _entries(jv)
+            )
+        )
+        wide = [not (set(p.verdicts) & names) for p in preconditions]
         for i, (c, jv, raw) in enumerate(zip(claim.checks, judged_values, values)):
             raws = dict(_entries(raw))
             for key, sub in _entries(jv):
-                covering = [x for p in preconditions for x in p.covers(_identifiers(c, key))]
+                covering = [
+                    x
+                    for p, w in zip(preconditions, wide)
+                    for x in p.covers(_identifiers(c, key), w)
+                ]
                 if all(x == "pass" for x in covering):
                     judged.append((i, key, sub, raws.get(key)))
                 else:

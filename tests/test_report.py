@@ -181,9 +181,13 @@ def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     assert [c["id"] for c in context["ledger"]] == ["alpha.one", "alpha.two", "beta.one"]
     assert context["counts"] == {"pass": 2, "fail": 1, "inconclusive": 0, "n/a": 0}
     assert {c["section_anchor"] for c in context["claims"]} == {"sec-alpha", "sec-beta"}
-    # The merged ledger keeps the contract's fields only (outcomes: each entry's verdict).
+    # The merged ledger keeps the contract's fields only (outcomes: each entry's verdict;
+    # not_judged, family and scope: the entries set aside, the family-wise level, the scale).
     assert set(context["ledger"][0]) == {
         "outcomes",
+        "not_judged",
+        "family",
+        "scope",
         "id",
         "kind",
         "statement",
