@@ -27,9 +27,10 @@ THRESHOLDS = {
     "ntk_gain_bits": 0.0,
     "passkey_min_accuracy": 0.9,
     "randomized_gain_min": 0.0,
-    "memorisation_gap_bits": 0.1,
+    "memorisation_capacity_share": 0.1,
     "lm_learned_margin_bits": 0.0,
     "passkey_min_learners": 2,
+    "min_judged_entries": 1,
     "plateau_bits": 0.02,
     "mechanism_rank_min": 0.5,
     "mechanism_min_encodings": 5,
@@ -104,7 +105,7 @@ def sequences(accuracy):
 
 def estimates(x):
     """Interval evidence replaced by its estimate, recursively (to compare with numbers)."""
-    if isinstance(x, dict) and set(x) == {"estimate", "low", "high"}:
+    if isinstance(x, dict) and {"estimate", "low", "high"} <= set(x):
         return x["estimate"]
     if isinstance(x, dict):
         return {k: estimates(v) for k, v in x.items()}
@@ -232,6 +233,7 @@ def train_log(task, encoding, seed):
         "seed": seed,
         "device": "cpu",
         "n_params": 100,
+        "train_len": 128 if task == "lm" else 64,
         "vocab_size": 5,
         "model_config": {"n_layers": 2, "d_model": 64, "n_heads": 4, "dropout": 0.0},
         "data": {
@@ -240,6 +242,7 @@ def train_log(task, encoding, seed):
             "split_block": 100,
             "val_blocks": 1,
             "characters": 1000,
+            "train_characters": 900,
         },
         "final_train_loss_nats": 1.4,
         "log": {
@@ -302,19 +305,19 @@ def test_every_claim_has_a_verdict_from_the_numbers():
             "sinusoidal_degrades",
             "rope_degrades",
             "alibi_flat",
-            "alibi_beats_sinusoidal_long",
+            "alibi_beats_sinusoidal_uncollapsed",
             "ntk_helps_rope",
             "t5_mild",
             "nope_flat",
             "kerple_flat",
             "fire_best_long",
-            "xpos_degrades_less",
+            "xpos_degrades_less_uncollapsed",
             "alibi_passkey_long",
             "synthetic_length_generalization",
             "randomized_raises_passkey",
-            "no_memorisation",
-            "hybrid_beats_rope_long",
-            "p_rope_degrades_less",
+            "memorisation_below_capacity_share",
+            "hybrid_beats_rope_uncollapsed",
+            "p_rope_degrades_less_uncollapsed",
             "entropy_predicts_loss",
             "logn_lowers_long_loss",
         }
@@ -327,7 +330,7 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     assert estimates(claims["sinusoidal_degrades"]["measured"]) == pytest.approx(
         {
             "sinusoidal bits/char increase": 2.95,
-            "sinusoidal bits/char below the interpolated trigram at L_train": 2.6 - 2.05,
+            "sinusoidal beats the interpolated trigram at L_train (bits/char below it)": 2.6 - 2.05,
             "bits at 1x.sinusoidal": 2.05,
             "bits at longest.sinusoidal": 5.0,
         }
@@ -335,11 +338,21 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     # NTK's gain over the whole curve, one interval per length past L_train.
     gains = estimates(claims["ntk_helps_rope"]["measured"]["rope minus rope+NTK bits/char"])
     assert gains == pytest.approx({"2x": 0.2, "4x": 0.2, "8x": 0.2, "16x": 0.2})
-    assert estimates(claims["alibi_beats_sinusoidal_long"]["measured"]) == pytest.approx(
+    # Sinusoidal's 5.0 bits/char at 16x is above the unigram's 4.9: it has collapsed there,
+    # so ALiBi is compared with it at 8x, the longest length where it has not.
+    alibi = claims["alibi_beats_sinusoidal_uncollapsed"]["measured"]
+    assert alibi.pop("collapsed at.sinusoidal") == ["16x"]
+    assert alibi.pop(
+        "sinusoidal not collapsed (bits/char wholly above the unigram's) at some length past "
+        "L_train"
+    )
+    lead = alibi.pop("sinusoidal minus alibi bits/char where sinusoidal has not collapsed")
+    assert estimates(lead) == {"8x": pytest.approx(2.47)}
+    assert estimates(alibi) == pytest.approx(
         {
-            "sinusoidal minus alibi bits/char": 2.97,
-            "alibi bits/char below the interpolated trigram at L_train": 2.6 - 2.05,
-            "sinusoidal bits/char below the interpolated trigram at L_train": 2.6 - 2.05,
+            "alibi beats the interpolated trigram at L_train (bits/char below it)": 2.6 - 2.05,
+            "sinusoidal beats the interpolated trigram at L_train (bits/char below it)": 2.6 - 2.05,
+            "far lead.alibi.sinusoidal": 2.97,
             "bits at longest.alibi": 2.03,
             "bits at longest.sinusoidal": 5.0,
         }
@@ -353,7 +366,10 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     assert beyond == {"2x": False, "4x": False, "8x": False, "16x": False}
     assert m.evidence["passkey_best"] == ["alibi"]
     passkey = claims["synthetic_length_generalization"]["measured"]
-    assert estimates(passkey["the best accuracy"]) == pytest.approx({"alibi": 0.97})
+    # Chosen on the even test sequences (0.98), judged on the odd ones (0.96 of 0.97 overall).
+    assert passkey["passkey selection accuracy"]["alibi"] == pytest.approx(0.98)
+    judged = passkey["the best accuracy, on the judging half"]
+    assert estimates(judged) == pytest.approx({"alibi": 0.96})
     # Every other accuracy up to 4N, each once, and chance, beside the checked one.
     others = estimates(passkey["passkey other accuracies"])
     assert others["alibi"] == pytest.approx({"1N": 1.0, "2N": 0.99})
@@ -365,7 +381,8 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     assert m.evidence["passkey_best"] == ["none", "alibi"]
     assert "(none, alibi)" in claims["synthetic_length_generalization"]["statement"]
     passkey = claims["synthetic_length_generalization"]["measured"]
-    assert estimates(passkey["the best accuracy"]) == pytest.approx({"none": 0.97, "alibi": 0.97})
+    judged = passkey["the best accuracy, on the judging half"]
+    assert estimates(judged) == pytest.approx({"none": 0.96, "alibi": 0.96})
     assert "4N" not in passkey["passkey other accuracies"]["none"]
 
 
@@ -384,12 +401,13 @@ def test_every_mean_has_an_interval_that_holds_its_estimate():
     m, _ = run()
     for e, change in m.evidence["far_change"].items():
         assert change["low"] <= change["estimate"] <= change["high"], e
-    # Windows vary within each model (+-0.01): an interval of non-zero width.
-    sinusoidal = m.evidence["far_change"]["sinusoidal"]
-    assert 0 < sinusoidal["high"] - sinusoidal["low"] < 0.05
+    # Windows vary within each model (+-0.01): a level has an interval of non-zero width.
+    sinusoidal = m.evidence["bits_at_1x"]["sinusoidal"]
+    assert 0 < sinusoidal["high"] - sinusoidal["low"] < 0.2
     # The change with length is paired by window: the same noise at 1x and at 16x cancels.
-    alibi = m.evidence["far_change"]["alibi"]
-    assert alibi["high"] - alibi["low"] < 1e-9
+    for e in ("alibi", "sinusoidal"):
+        change = m.evidence["far_change"][e]
+        assert change["high"] - change["low"] < 1e-9
 
 
 def test_a_point_estimate_past_the_threshold_does_not_pass_when_its_interval_straddles():
@@ -451,7 +469,7 @@ def test_seeds_that_disagree_are_shown_one_by_one():
 def test_claims_fail_when_the_data_do_not_support_them():
     curves = dict(
         CURVES,
-        alibi=[2.05, 2.2, 2.5, 2.8, 6.0],
+        alibi=[2.05, 2.2, 2.5, 4.6, 6.0],  # above sinusoidal at 8x, where it has not collapsed
         none=[2.5, 2.5, 2.5, 2.5, 3.0],
         sinusoidal=[2.3, 2.6, 3.5, 4.5, 5.0],  # 0.27 behind T5 at L_train: no parity
     )
@@ -459,9 +477,9 @@ def test_claims_fail_when_the_data_do_not_support_them():
     _, claims = run(curves, gap=0.5, passkey=passkey)
     for name in (
         "alibi_flat",
-        "alibi_beats_sinusoidal_long",
+        "alibi_beats_sinusoidal_uncollapsed",
         "in_distribution_parity",
-        "no_memorisation",
+        "memorisation_below_capacity_share",
         "nope_flat",
         "alibi_passkey_long",
     ):
@@ -824,8 +842,8 @@ def test_the_new_encodings_claims_fail_when_the_data_do_not_support_them():
         rope_nope_hybrid=[2.04, 2.6, 3.2, 3.6, 3.8],  # above RoPE at 16x
     )
     _, claims = run(curves)
-    new = ("fire_best_long", "kerple_flat", "xpos_degrades_less")
-    new += ("p_rope_degrades_less", "hybrid_beats_rope_long")
+    new = ("fire_best_long", "kerple_flat", "xpos_degrades_less_uncollapsed")
+    new += ("p_rope_degrades_less_uncollapsed", "hybrid_beats_rope_uncollapsed")
     for name in new:
         assert claims[name]["verdict"] == "fail", name
     absent = ("fire", "kerple", "xpos", "rope_proportional", "rope_nope_hybrid")
@@ -924,11 +942,18 @@ def test_an_lm_that_did_not_beat_the_trigram_decides_nothing():
     m, claims = run(curves)
     margin = estimates(m.evidence["lm_learned_margin"])
     assert margin["rope"] == pytest.approx(2.6 - 2.7) and margin["alibi"] == pytest.approx(0.55)
-    for cid in ("rope_degrades", "ntk_helps_rope", "in_distribution_parity", "fire_best_long"):
+    for cid in ("rope_degrades", "ntk_helps_rope"):
         assert claims[cid]["verdict"] == "inconclusive", cid
         assert (
-            "rope bits/char below the interpolated trigram at L_train > 0" in claims[cid]["reason"]
+            "rope beats the interpolated trigram at L_train (bits/char below it) > 0"
+            in claims[cid]["reason"]
         )
+    # Claims over several encodings are decided on those that beat the trigram, RoPE's entry
+    # set aside with why: Press et al.'s other three at L_train, FIRE against ALiBi and Kerple.
+    for cid in ("in_distribution_parity", "fire_best_long"):
+        assert claims[cid]["verdict"] != "inconclusive", cid
+        assert "rope" in " ".join(claims[cid]["not_judged"]["entries"]), cid
+        assert "rope beats the interpolated trigram" in claims[cid]["not_judged"]["why"]
     assert claims["alibi_flat"]["verdict"] == "pass"
     status = {(s["encoding"], s["seed"]): s for s in m.summary["lm_status"]}
     assert status["rope", 0]["learned"] is False and status["alibi", 1]["learned"] is True

@@ -252,6 +252,8 @@ def aggregate(
         learners={e: len(learned[e]) for e in passkey_encodings},
         references=baselines or {},
         min_learners=min_learners,
+        lm_parameters={t["encoding"]: t["n_params"] for t in train_logs if t["task"] == "lm"},
+        train_characters=corpus.get("train_characters"),
     )
     # The scale the claims were measured at, set beside the cited papers' in the report.
     for task, key in (("lm", "scope"), ("passkey", "scope_passkey")):

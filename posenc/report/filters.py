@@ -41,7 +41,7 @@ def fmt_measured(x: Any) -> str:
 
 def breakable(text: Any) -> Markup:
     """Escaped text that may wrap after dots and underscores: long identifiers
-    (``extrapolation.alibi_beats_sinusoidal_long``) wrap at their joints, not mid-word."""
+    (``extrapolation.alibi_beats_sinusoidal_uncollapsed``) wrap at their joints, not mid-word."""
     return Markup(re.sub(r"([._])", r"\1<wbr>", str(escape(text))))
 
 

@@ -100,7 +100,7 @@ def compute(
     label = f"{task}/{encoding}/seed{seed}"
     # A language model is also kept as it was after one pass over its training text: every
     # later drop of its training loss below its validation loss is what repeated passes
-    # memorised (extrapolation.no_memorisation compares the two states' gaps).
+    # memorised (extrapolation.memorisation_below_capacity_share compares the two states' gaps).
     first_epoch = (
         -(-data["train_characters"] // (cfg.batch_size * train_len)) if task == "lm" else None
     )
