@@ -1,7 +1,7 @@
 """A finished run's claims ledger recomputed with this checkout's claim machinery, from the
 same evaluation outputs, without training or evaluating any model:
 
-    python benchmarks/recompute_ledger.py RUN_DIR OUT.json [--config config/config.yaml]
+    python benchmarks/recompute_ledger.py RUN_DIR OUT.json [--config C] [--metrics DIR]
 
 RUN_DIR is the folder a run ran in (its results/ inside). The trained sections
 (extrapolation, then extension, which reads the extrapolation's metrics) are aggregated
@@ -38,7 +38,7 @@ def _cfg(config: dict, name: str) -> dict:
     return {**config[name], "thresholds": section_thresholds(config, name)}
 
 
-def recompute(run: Path, config: dict) -> list[dict]:
+def recompute(run: Path, config: dict, keep: Path | None = None) -> list[dict]:
     specs = discover(ROOT)
     sys.path.insert(0, str(ROOT))  # this checkout's analyses, not the run's
     ledger, metrics = [], {}
@@ -64,8 +64,11 @@ def recompute(run: Path, config: dict) -> list[dict]:
                 compute = importlib.import_module(f"analyses.{name}.compute")
                 m = compute.compute(ctx)
                 evidence = m.evidence
-                path = Path(tempfile.mkdtemp()) / "metrics.json"
-                path.write_text(json.dumps({"evidence": m.evidence, "summary": m.summary}))
+                path = Path(keep or tempfile.mkdtemp()) / name / "metrics.json"
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(
+                    json.dumps({"evidence": m.evidence, "summary": m.summary}, indent=1)
+                )
                 metrics[name] = str(path)
             else:
                 evidence = json.loads((run / "results" / name / "metrics.json").read_text())[
@@ -82,12 +85,16 @@ def main() -> None:
     parser.add_argument("run", type=Path)
     parser.add_argument("out", type=Path)
     parser.add_argument("--config", type=Path, default=ROOT / "config" / "config.yaml")
+    parser.add_argument(
+        "--metrics", type=Path, help="a folder to keep the recomputed sections' metrics.json in"
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     config = yaml.safe_load(args.config.read_text())
     # The sections in the order the config lists them (the report's order).
     config["analyses_order"] = [k for k, v in config.items() if isinstance(v, dict)]
-    ledger = recompute(args.run.resolve(), config)
+    keep = args.metrics.resolve() if args.metrics else None
+    ledger = recompute(args.run.resolve(), config, keep)
     args.out.write_text(json.dumps(ledger, indent=1, default=str) + "\n")
     before = {c["id"]: c for c in json.loads((args.run / "results" / "claims.json").read_text())}
     counts: dict[str, int] = {}
