@@ -18,7 +18,11 @@ The parts, each its own module:
 
 * :mod:`~posenc.report.sections`: each section's metrics and claims, checked and numbered, the
   merged ledger, the report card, the files offered for download;
-* :mod:`~posenc.report.findings`: the verdict counts and the findings, from the ledger alone;
+* :mod:`~posenc.report.findings`: the verdict counts and the findings, from the ledger alone,
+  and the models the shared training recipe left short, from the sections' summaries;
+* :mod:`~posenc.report.annotations`: what is shown beside each claim's verdict (the scale it was
+  measured at beside its papers', the entries it set aside, its family-wise level) and the
+  ledger's counts the claims section's paragraph on intervals quotes;
 * :mod:`~posenc.report.runlog`: every job's wall time and peak memory, from Snakemake's files;
 * :mod:`~posenc.report.provenance`: the git checkout, the machine, the installed packages;
 * :mod:`~posenc.report.context`: all of the above as one JSON context;

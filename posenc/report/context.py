@@ -15,6 +15,7 @@ import yaml
 from posenc import preregistration, references
 from posenc.claims import VERDICTS
 from posenc.config import config_hash
+from posenc.report.annotations import annotate, interval_summary, scale_text
 from posenc.report.findings import counts_by_kind, findings
 from posenc.report.provenance import environment_info, installed_packages
 from posenc.report.runlog import invocation_start, job_summary, read_jobs
@@ -63,9 +64,15 @@ def build_context(
             "cites": [
                 {"number": numbers[k], "label": references.label(k)} for k in c["references"]
             ],
+            # Its scale beside its papers', the entries it set aside, its family-wise level.
+            "notes": annotate(c, numbers),
         }
         for c in ledger
     ]
+    # A section's claim boxes show the same notes; the ledger (claims.json) stays as written.
+    notes = {c["id"]: c["notes"] for c in claims}
+    for sec in loaded:
+        sec["claims"] = [{**c, "notes": notes[c["id"]]} for c in sec["claims"]]
     started = invocation_start(log_dir)
     jobs = read_jobs(benchmarks_dir, benchmark_rules, started, ignore_benchmarks, timing_rules)
     return {
@@ -94,7 +101,9 @@ def build_context(
             "figures": sum(len(s["figures"]) for s in loaded),
             "tables": sum(len(s["tables"]) for s in loaded),
         },
-        "findings": findings(claims, {s["id"]: s["title"] for s in loaded}),
+        "findings": findings(claims, {s["id"]: s["title"] for s in loaded}, loaded, config),
+        # What the claims section says of its intervals and why claims are inconclusive.
+        "intervals": interval_summary(ledger),
         "jobs": jobs,
         "job_summary": job_summary(jobs, started),
         "references": bibliography,
@@ -116,9 +125,24 @@ def number_references(claims: list[dict], extra: list[str]) -> tuple[list[dict],
     order = list(dict.fromkeys(cited))  # first citation first, each work once
     bib = references.bibliography()
     listed = [
-        {"key": k, "number": i, "kind": "paper", **bib[k]} for i, k in enumerate(order, start=1)
+        {
+            "key": k,
+            "number": i,
+            "kind": "paper",
+            **bib[k],
+            # What the paper trained or evaluated (the claims' rows set it beside ours), and
+            # where the numbers come from; None for a work without a scale block.
+            "scale": _scale_entry(bib[k].get("scale")),
+        }
+        for i, k in enumerate(order, start=1)
     ]
     return listed, {k: i for i, k in enumerate(order, start=1)}
+
+
+def _scale_entry(scale: dict | None) -> dict[str, str | None] | None:
+    if scale is None:
+        return None
+    return {"text": scale_text(scale), "source": scale["source"], "note": scale.get("note")}
 
 
 def _seeds(config: dict, loaded: list[dict]) -> list[dict[str, Any]]:

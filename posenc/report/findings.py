@@ -1,6 +1,8 @@
-"""What the report opens with, read from the merged ledger alone: the verdicts counted by claim
-kind, and the findings, each claim's opening sentence with the number that decides it (its
-headline), grouped by verdict and, for a claim that could not be decided or tested, by why."""
+"""What the report opens with, read from the merged ledger: the verdicts counted by claim kind,
+and the findings, each claim's opening sentence with the number that decides it (its
+headline), grouped by verdict and, for a claim that could not be decided or tested, by why;
+and, from the sections' summaries, the models the shared training recipe left short of the
+bar their claims set (failing to learn is an outcome too)."""
 
 from __future__ import annotations
 
@@ -249,6 +251,9 @@ def finding(claim: dict) -> dict[str, Any]:
         "statement": first_sentence(claim["statement"]),
         "headline": headline(claim),
         "why": _sentence(claim.get("reason")),
+        # Entries it set aside (their models did not beat a trigram, say): a verdict on the
+        # rest, which the reader must see beside it.
+        "set_aside": (claim.get("notes") or {}).get("not_judged"),
         "anchor": f"claim-{slug(claim['id'])}",
         "section_anchor": claim["section_anchor"],
         "section_number": claim["section_number"],
@@ -256,14 +261,23 @@ def finding(claim: dict) -> dict[str, Any]:
     }
 
 
-def findings(claims: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, Any]:
-    """The report's opening, from the ledger alone: what does not hold; what holds of the
-    empirical and analytic claims, the findings about the encodings; what the evidence could
-    not decide, and why; what this run could not test, and why; and, last, the identities and
-    software checks that hold, which test the formulas and the code rather than the encodings.
+def findings(
+    claims: list[dict[str, Any]],
+    titles: dict[str, str],
+    sections: list[dict[str, Any]] = (),
+    config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The report's opening, from the ledger alone: what does not hold; which models the
+    shared recipe did not train to the bar its claims set (from the sections' summaries, see
+    :func:`training_shortfalls`); what holds of the empirical and analytic claims, the findings
+    about the encodings; what the evidence could not decide, and why; what this run could not
+    test, and why; and, last, the identities and software checks that hold, which test the
+    formulas and the code rather than the encodings.
 
     ``claims`` are the report's claims (each with its section's number, title and anchor);
-    ``titles`` maps section ids to titles, for the reasons that name a section."""
+    ``titles`` maps section ids to titles, for the reasons that name a section; ``sections``
+    are the loaded sections and ``config`` the run's config, whose training recipes the
+    shortfalls quote."""
 
     def by_kind(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
         return [
@@ -293,6 +307,7 @@ def findings(claims: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, 
             group["claims"].append(finding(c))
     return {
         "fail": [finding(c) for c in claims if c["verdict"] == "fail"],
+        "shortfalls": training_shortfalls(sections, config or {}),
         "holds": by_kind(("empirical", "analytic")),
         "undecided": [
             {"key": key, "heading": headings[key], "show_reason": True, "claims": undecided[key]}
@@ -302,3 +317,81 @@ def findings(claims: list[dict[str, Any]], titles: dict[str, str]) -> dict[str, 
         "untested": list(untested.values()),
         "checks": by_kind(("software", "identity")),
     }
+
+
+def _recipe(steps: Any, train: dict[str, Any]) -> str | None:
+    """A task's shared training recipe in words: steps, batch and learning rate, the training
+    logs' step count first (what ran), the config's where the summary has none."""
+    steps = steps if steps is not None else train.get("steps")
+    parts = []
+    if steps is not None:
+        parts.append(f"{fmt_number(steps)} steps")
+    if train.get("batch_size") is not None:
+        parts.append(f"batch {fmt_number(train['batch_size'])}")
+    if train.get("lr") is not None:
+        parts.append(f"learning rate {fmt_number(train['lr'])}")
+    return ", ".join(parts) or None
+
+
+def _and(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def training_shortfalls(sections: list[dict[str, Any]], config: dict[str, Any]) -> list[dict]:
+    """A finding per encoding whose models the shared recipe did not train to the bar its
+    claims set: language models that did not beat a trigram (a section summary's
+    ``lm_status``: per model its bits/char at L_train, the interpolated trigram's and whether
+    it beat it) and passkey models of which fewer seeds learned the task at N than the claims
+    need (``passkey_learned_seeds`` against ``passkey_min_learners``). Not learning is an
+    outcome of the recipe: the claims set these entries aside rather than judge them. Every
+    number is read from the summary or the config, with the recipe each task trained under."""
+    found = []
+    for sec in sections:
+        summary = sec["m"].get("summary", {})
+        own = config.get(sec["id"]) or {}
+        steps = summary.get("training_steps") or {}
+        seeds = summary.get("seeds") or {}
+        place = {
+            "section_anchor": sec["anchor"],
+            "section_number": sec["number"],
+            "section_title": sec["title"],
+            "table_anchor": (sec.get("tables", {}).get("learned") or {}).get("anchor"),
+        }
+        margin = (own.get("thresholds") or {}).get("lm_learned_margin_bits")
+        by_encoding: dict[str, list[dict]] = {}
+        for row in summary.get("lm_status") or []:
+            by_encoding.setdefault(row["encoding"], []).append(row)
+        for encoding, rows in by_encoding.items():
+            short = [r for r in rows if r.get("learned") is False]
+            if not short:
+                continue
+            bits = _and([f"{fmt_number(r['bits'])} (seed {r['seed']})" for r in short])
+            reference = short[0].get("reference")
+            text = (
+                f"its language models did not beat a trigram under the shared recipe in "
+                f"{len(short)} of {len(rows)} seeds: bits/char at L_train {bits}, against the "
+                f"interpolated trigram's {fmt_number(reference)}"
+            )
+            if margin:
+                text += f" (beating it takes more than {fmt_number(margin)} bits/char below it)"
+            recipe = _recipe(steps.get("lm"), (own.get("lm") or {}).get("train") or {})
+            found.append(
+                {"task": "lm", "encoding": encoding, "text": text, "recipe": recipe, **place}
+            )
+        need = summary.get("passkey_min_learners")
+        for encoding, learners in (summary.get("passkey_learned_seeds") or {}).items():
+            if need is None or len(learners) >= need:
+                continue
+            total = len(seeds.get("passkey") or []) or None
+            of = f" of {total}" if total else ""
+            at = summary.get("passkey_learned_at")
+            bar = f" (exact match at least {fmt_number(at)})" if at is not None else ""
+            text = (
+                f"its passkey models learned the task at N{bar} in {len(learners)}{of} seeds, "
+                f"fewer than the {need} its claims need"
+            )
+            recipe = _recipe(steps.get("passkey"), (own.get("passkey") or {}).get("train") or {})
+            found.append(
+                {"task": "passkey", "encoding": encoding, "text": text, "recipe": recipe, **place}
+            )
+    return found
