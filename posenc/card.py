@@ -39,7 +39,10 @@ OUTCOME_WORDS = {
     "lacks": "lacks the property, as its claim says",
     "fail": "its claim fails",
     "inconclusive": "inconclusive: the evidence cannot decide",
-    "unjudged": "not judged: its models did not learn the task, so its claim sets it aside",
+    "unjudged": (
+        "not judged: its models did not beat a trigram (language models) or learn the task "
+        "(passkey), so its claim sets it aside"
+    ),
     "none": "no verdict: no claim judges it, or none could be tested",
     "missing": "not measured",
 }

@@ -707,7 +707,7 @@ def test_the_report_opens_with_findings_computed_from_the_ledger(tmp_path, monke
         "Measured weakest error: 0.005 for alibi, the lowest of 2 (threshold &gt; 0.0001)."
         in findings_html
     )
-    assert "The models did not learn the task at the training length" in findings_html
+    assert "Too few of the models beat a trigram (language models)" in findings_html
     assert "The measured interval straddles the threshold" in findings_html
     for cid in ("alpha-two", "alpha-breaks", "alpha-one", "beta-slope", "beta-learn", "beta-smoke"):
         assert f'href="#claim-{cid}"' in findings_html and f'id="claim-{cid}"' in html

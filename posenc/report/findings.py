@@ -185,8 +185,8 @@ def headline(claim: dict) -> dict[str, str | None]:
 UNDECIDED = (
     (
         "not-learned",
-        "The models did not learn the task at the training length, so what they do beyond "
-        "it says nothing about their encodings",
+        "Too few of the models beat a trigram (language models) or learned the task (passkey) "
+        "at the training length, so what they do beyond it says nothing about their encodings",
     ),
     ("precondition", "A precondition of the claim did not hold"),
     (
