@@ -187,12 +187,19 @@ class _Facts(dict):
 
 
 def _fill(statement: str, evidence: Mapping[str, Any]) -> str:
-    named = {
-        field.split(".")[0].split("[")[0]
-        for _, field, _, _ in Formatter().parse(statement)
-        if field
-    }
-    return statement.format_map(_Facts({k: as_text(evidence[k]) for k in named if k in evidence}))
+    """``statement`` with the evidence it names in braces written out; a dotted name reads
+    into a mapping (``{passkey_learned_of.alibi}``)."""
+    fields = {f for _, f, _, _ in Formatter().parse(statement) if f}
+    # A dotted name becomes one key, so that format_map does not read it as an attribute.
+    for name in sorted(fields, key=len, reverse=True):
+        if "." in name:
+            statement = statement.replace("{" + name, "{" + name.replace(".", "__"))
+    found = {}
+    for name in fields:
+        value = lookup(evidence, name)
+        if value is not MISSING or name in evidence:
+            found[name.replace(".", "__")] = as_text(evidence[name] if name in evidence else value)
+    return statement.format_map(_Facts(found))
 
 
 def _entries(value: Any) -> list[tuple[str | None, Any]]:

@@ -120,9 +120,9 @@ CLAIMS = (
         "extrapolation.alibi_passkey_long",
         "ALiBi's extrapolation carries over to retrieval: its passkey accuracy stays high "
         "at every tested length, up to the longest, on the seeds that learned the task at N "
-        "(an average over those alone; seeds that learned, of all, per encoding: "
-        "{passkey_learned_of}). Its bias penalises attention linearly with distance, so a key "
-        "far from the query may be out of its reach.",
+        "({passkey_learned_of.alibi} seeds learned it; an average over those alone). Its "
+        "bias penalises attention linearly with distance, so a key far from the query may be "
+        "out of its reach.",
         kind="empirical",
         requires=learners("passkey_learners.alibi", "alibi"),
         min_judged="min_judged_entries",
