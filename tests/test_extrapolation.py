@@ -343,8 +343,8 @@ def test_every_claim_has_a_verdict_from_the_numbers():
     alibi = claims["alibi_beats_sinusoidal_uncollapsed"]["measured"]
     assert alibi.pop("collapsed at.sinusoidal") == ["16x"]
     assert alibi.pop(
-        "sinusoidal not collapsed (bits/char wholly above the unigram's) at some length past "
-        "L_train"
+        "sinusoidal not collapsed at some length past L_train (collapsed: its bits/char "
+        "interval wholly above the unigram's)"
     )
     lead = alibi.pop("sinusoidal minus alibi bits/char where sinusoidal has not collapsed")
     assert estimates(lead) == {"8x": pytest.approx(2.47)}

@@ -54,8 +54,8 @@ def not_collapsed(encoding: str) -> Check:
     return Check(
         f"alive_past_train.{encoding}",
         value=True,
-        label=f"{encoding} not collapsed (bits/char wholly above the {COLLAPSE_REFERENCE}'s) "
-        "at some length past L_train",
+        label=f"{encoding} not collapsed at some length past L_train (collapsed: its "
+        f"bits/char interval wholly above the {COLLAPSE_REFERENCE}'s)",
     )
 
 
