@@ -274,9 +274,13 @@ def evaluate(
     preconditions do not all hold is *not judged* (its models did not learn the task, say),
     shown as such with why; the claim is decided on the entries that are judged, and is
     inconclusive only when fewer than ``min_judged`` are. Adding an encoding whose models
-    did not learn never changes a verdict. The m interval entries judged are judged together
-    at the family-wise level (Bonferroni, :func:`posenc.verdicts.adjusted`): a claim errs on
-    some entry with probability at most 1 - level."""
+    did not learn never changes the verdict of a claim whose entries are keyed by encoding
+    (or name it in their evidence path); where they are keyed otherwise (by length, say), an
+    unmet precondition sets every entry aside, as the entries cannot say which models they
+    read. With m interval entries judged, a fail is judged at the family-wise level
+    (Bonferroni, :func:`posenc.verdicts.adjusted`), so that a true claim fails with
+    probability at most 1 - level; a pass needs every entry to pass at its own level, which
+    bounds a false pass alike without adjustment."""
     thresholds = cfg.get("thresholds", {})
     ledger = []
     for claim in claims:
@@ -359,14 +363,34 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
                     judged.append((i, key, sub, raws.get(key)))
                 else:
                     not_judged.append(key or c.name)
+        # m interval judgements together. A claim passes only when every judged entry
+        # passes, so a false pass needs the one false entry to pass at the interval's own
+        # level: no adjustment. A claim fails when any entry fails, so a fail is judged at the
+        # family-wise level (Bonferroni): a true claim fails with probability at most
+        # 1 - level.
         m = sum(interval_count(sub) for _, _, sub, _ in judged)
         if m > 1:
-            shown = [adjusted(v, m) if v is not MISSING else v for v in values]
             family = {"entries": m, "level": _family_level(values, m)}
-        verdicts = {}
-        for i, key, sub, _ in judged:
+        verdicts, reasons = {}, []
+        for i, key, sub, raw in judged:
             c = claim.checks[i]
-            verdicts[i, key] = judge(c, adjusted(sub, m), bound_of(c, thresholds, evidence))
+            bound = bound_of(c, thresholds, evidence)
+            own, wide = judge(c, sub, bound), judge(c, adjusted(sub, m), bound)
+            verdicts[i, key] = (
+                "fail" if wide == "fail" else own if own == "pass" else "inconclusive"
+            )
+            if verdicts[i, key] == "inconclusive":
+                found = straddling(c, sub, bound, raw, key or "")
+                at = ""
+                if not found:  # it fails at its own level, not at the family's
+                    found = straddling(c, adjusted(sub, m), bound, adjusted(raw, m), key or "")
+                    at = (
+                        f" at the family-wise level {100 * family['level']:.3g} %" if family else ""
+                    )
+                reasons.append(
+                    f"the interval of {c.name}{at} straddles the threshold "
+                    f"({expected(c, thresholds, raw, evidence)}): {', '.join(found)}"
+                )
         for i, (c, v) in enumerate(zip(claim.checks, values)):
             if isinstance(v, Mapping) and not is_interval(v):
                 outcomes[c.evidence] = {
@@ -378,21 +402,7 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
         else:
             verdict = combine(list(verdicts.values()))
             if verdict == "inconclusive":
-                reason = "; ".join(
-                    f"the interval of {c.name} straddles the threshold "
-                    f"({expected(c, thresholds, raw, evidence)}): {', '.join(found)}"
-                    for i, key, sub, raw in judged
-                    for c in [claim.checks[i]]
-                    if (
-                        found := straddling(
-                            c,
-                            adjusted(sub, m),
-                            bound_of(c, thresholds, evidence),
-                            adjusted(raw, m),
-                            key or "",
-                        )
-                    )
-                )
+                reason = "; ".join(reasons)
     present = [(c.name, v) for c, v in zip(claim.checks, shown) if v is not MISSING]
     present += [(c.name, v) for c, v in zip(claim.requires, required) if v is not MISSING]
     present += [
@@ -428,7 +438,7 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
             {"entries": not_judged, "why": "; ".join(p.text for p in unmet)} if not_judged else None
         ),
         # The family-wise adjustment: how many interval judgements decided the claim together,
-        # each at this level (None: one judgement, at the interval's own level).
+        # and the level a fail is judged at (None: one judgement, at the interval's own level).
         "family": family,
         "scope": None if scope is MISSING else scope,
     }

@@ -616,26 +616,32 @@ def _t_interval(estimate, se, df=4.0, level=0.95):
     return interval(estimate, estimate - half, estimate + half, se=se, df=df, level=level)
 
 
-def test_several_entries_are_judged_at_the_family_wise_level():
-    """Bonferroni: m intervals judged together, each at 1 - 0.05 / m, so the claim errs on
-    some entry with probability at most 0.05. An entry that clears its threshold at 95 % on
-    its own may not at 1 - 0.05 / 4."""
-    claim = Claim("a.c", "Each is above 0.", kind="empirical", checks=(Check("x", ">", "t"),))
+def test_a_fail_among_several_entries_is_judged_at_the_family_wise_level():
+    """Bonferroni on the side that needs it: a claim fails when any of its m entries fails,
+    so a fail needs the interval at 1 - 0.05 / m wholly past the threshold; it passes only
+    when every entry passes, so a pass needs each at its own 95 %."""
+    claim = Claim("a.c", "Each is below 0.", kind="empirical", checks=(Check("x", "<", "t"),))
     cfg = {"thresholds": {"t": 0.0}}
-    alone = {"x": {"a": _t_interval(1.0, 0.3)}}  # t(4) = 2.78: [0.17, 1.83]
+    # t(4) = 2.78 at 95 %: [0.17, 1.83], wholly above 0 (a fail on its own) ...
+    alone = {"x": {"a": _t_interval(1.0, 0.3)}}
     (c,) = evaluate([claim], alone, cfg, "a")
-    assert c["verdict"] == "pass" and c["family"] is None
-    four = {"x": {k: _t_interval(1.0, 0.3) for k in "abcd"}}  # t(4) at 0.99375: 4.6
+    assert c["verdict"] == "fail" and c["family"] is None
+    # ... but among four, at 1 - 0.05 / 4 (t(4) = 4.6), it straddles 0: inconclusive.
+    four = {"x": {"a": _t_interval(1.0, 0.3), **{k: _t_interval(-1.0, 0.1) for k in "bcd"}}}
     (c,) = evaluate([claim], four, cfg, "a")
     assert c["verdict"] == "inconclusive"
     assert c["family"] == {"entries": 4, "level": pytest.approx(0.9875)}
-    assert c["measured"]["a"]["low"] < 0 < c["measured"]["a"]["high"]
-    assert c["measured"]["a"]["level"] == pytest.approx(0.9875)
+    assert "at the family-wise level 98.8 %" in c["reason"]
+    assert c["outcomes"]["x"] == {"a": "inconclusive", "b": "pass", "c": "pass", "d": "pass"}
+    assert c["measured"]["a"]["level"] == 0.95  # what is shown: each at its own level
+    # Four that pass at their own level pass together, however many there are.
+    (c,) = evaluate([claim], {"x": {k: _t_interval(-1.0, 0.3) for k in "abcd"}}, cfg, "a")
+    assert c["verdict"] == "pass"
     # An entry that is not judged does not count towards m.
     learned = Claim(**{**claim.__dict__, "requires": (Check("ok", value=True),)})
     one_judged = {**four, "ok": {"a": True, "b": False, "c": False, "d": False}}
     (c,) = evaluate([learned], one_judged, cfg, "a")
-    assert c["verdict"] == "pass" and c["family"] is None
+    assert c["verdict"] == "fail" and c["family"] is None
 
 
 def test_an_interval_keeps_its_spread_when_a_reference_is_subtracted():

@@ -287,8 +287,8 @@ def test_a_claim_judged_family_wise_says_at_what_level(root):
     context, html = page(report(root))
     flat = next(c for c in context["claims"] if c["id"] == "extrapolation.flat")
     assert flat["family"]["entries"] == 2  # alibi and kerple; none is not judged
-    assert "(each of 2 judged at 97.5 %)" in _row(html, "extrapolation-flat")
-    assert "(each of 2 judged at 97.5 %)" in _section(html, "sec-extrapolation")
+    assert "(a fail needs one of 2 wholly past it at 97.5 %)" in _row(html, "extrapolation-flat")
+    assert "(a fail needs one of 2 wholly past it at 97.5 %)" in _section(html, "sec-extrapolation")
     # One interval, one judgement at its own level: nothing to say.
     assert "judged at" not in _row(html, "extrapolation-degrades")
 
@@ -300,7 +300,7 @@ def test_the_intervals_paragraph_counts_from_the_ledger(root):
     paragraph = html.split('<p class="intervals">')[1].split("</p>")[0]
     assert "Student-t interval" in paragraph and "Bonferroni" in paragraph
     assert "at 95 %" in paragraph and "With 3 seeds of each language model" in paragraph
-    assert "1 claim here did so" in paragraph
+    assert "1 claim here judged several entries so" in paragraph
     assert "Inconclusive claims: 2; for want of evidence" in paragraph
     assert re.search(r"straddles its threshold\), 1; for want of learning .*\), 1\.", paragraph)
     assert "2 claims set some entries aside" in paragraph  # flat and nope_flat

@@ -94,11 +94,12 @@ def level_text(level: float) -> str:
 
 
 def family_text(family: dict[str, Any] | None) -> str | None:
-    """``each of m judged at 99.6 %``, for a claim m interval judgements decided together."""
+    """``a fail needs one of m at 99.6 %``, for a claim m interval judgements decided
+    together (a pass needs each at its own level)."""
     if not family:
         return None
-    at = f"at {level_text(family['level'])}" if family.get("level") is not None else "together"
-    return f"each of {family['entries']} judged {at}"
+    at = f" at {level_text(family['level'])}" if family.get("level") is not None else ""
+    return f"a fail needs one of {family['entries']} wholly past it{at}"
 
 
 def not_judged_text(claim: dict[str, Any]) -> dict[str, str | None] | None:
