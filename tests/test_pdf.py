@@ -118,6 +118,7 @@ def test_fake_report_pdf_has_sections_figures_bookmarks_and_page_numbers(fake_pd
         "2 Beta analysis",
         "References",
         "Provenance",
+        *(["Pre-registration record"] if data.get("preregistration") else []),
     ]
     contents = pdf.contents()
     for title, page in level_one.items():
