@@ -221,7 +221,7 @@ SPEC = AnalysisSpec(
             "evaluation length for the RoPE models trained at L_train = {train_len} (dashed "
             "grey line), each method applied without fine-tuning at scale s = L / L_train; "
             "line: mean over {n_seeds} seeds, band: its {interval_percent}% interval "
-            "(bootstrap over seeds and windows)."
+            "(Student-t over seeds and fragments of text)."
         ),
         "stretch": Figure(
             "Zero-shot stretches of every trained LM: validation bits/char (mode b) against "
@@ -229,7 +229,7 @@ SPEC = AnalysisSpec(
             "query temperature (beta = {llama4_beta}, L0 = L_train) and, where the frequencies "
             "are rescalable, LongRoPE with {longrope_profile}'s published long factors placed "
             "on our pairs; line: mean over {n_seeds} seeds, band: its {interval_percent}% "
-            "interval (bootstrap over seeds and windows)."
+            "interval (Student-t over seeds and fragments of text)."
         ),
         "finetune": Figure(
             "Validation bits/char (mode b) at s x L_train against fine-tuning steps at s x "

@@ -1,8 +1,9 @@
 """The zero-shot stretches aggregated (``stretch.py`` scores them): per encoding, arm and
 length, the mean bits/char with its interval, each arm's difference from the plain model, and
 what the stretch claims read. The stretch evaluations score the windows every extension
-evaluation scores, and one bootstrap draws the same resamples for a key wherever it is used
-(``posenc.stats.Bootstrap``), so LongRoPE is paired with the zero-shot PI rows as well."""
+evaluation scores, and one design (``posenc.estimates.Design``) keys every seed's and
+fragment's contribution alike wherever it is used, so LongRoPE is paired with the zero-shot PI
+rows as well."""
 
 from __future__ import annotations
 
