@@ -99,13 +99,6 @@ class Bootstrap:
         units = self._indices(("units", units_of), len(values))
         return Resampled(float(np.median(values)), np.median(values[units], axis=1))
 
-    def within(self, values: np.ndarray, units_of: Hashable) -> Resampled:
-        """One model's mean over its units (a 1-d array), resampled over units only: the
-        interval of that model alone, to tell whether seeds disagree."""
-        values = np.asarray(values, dtype=float)
-        units = self._indices(("units", units_of), len(values))
-        return Resampled(float(values.mean()), values[units].mean(axis=1))
-
 
 def disagree(intervals: list[dict[str, float]]) -> bool:
     """Whether some two of these (per-seed) intervals do not overlap: the seeds then differ by

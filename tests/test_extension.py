@@ -375,7 +375,7 @@ def hand_made(
             timings[compute._label(log)] = {"tokens_per_s": 1.0, "wall_s": 1.0}
     margin = {"rope": interval(*learned_margin), "alibi": interval(*alibi_margin)}
     intervals = {"level": 0.95, "resamples": 200}
-    m = compute.aggregate(zs, tuned, logs, timings, CFG, intervals, 0, margin, stretched)
+    m = compute.aggregate(zs, tuned, logs, timings, CFG, intervals, margin, stretched)
     cfg = {**CFG, "thresholds": section_thresholds(CONFIG, SPEC.id)}
     ledger = evaluate(SPEC.claims, m.evidence, cfg, SPEC.id)
     return m, {c["id"].split(".", 1)[1]: c for c in ledger}

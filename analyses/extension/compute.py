@@ -26,7 +26,7 @@ from .scores import PLAIN, Scores
 from .spec import CONTROL
 from .stretched import stretch_measure
 
-DEFAULT_INTERVALS = {"level": 0.95, "resamples": 2000}
+DEFAULT_INTERVALS = {"level": 0.95}
 
 
 def compute(ctx: Context) -> Measurements:
@@ -47,7 +47,6 @@ def compute(ctx: Context) -> Measurements:
         timings,
         ctx.cfg,
         intervals,
-        ctx.seed,
         learned,
         stretched,
         clusters=extension_clusters(fragments),
@@ -78,7 +77,6 @@ def aggregate(
     timings: dict[str, dict],
     cfg: dict[str, Any],
     intervals: dict[str, Any] | None = None,
-    seed: int = 0,
     learned_margin: dict[str, Any] | None = None,
     stretched: list[dict] | None = None,
     clusters: dict[tuple, list[int]] | None = None,

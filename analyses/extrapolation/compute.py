@@ -55,7 +55,11 @@ def corpus_baselines(data: dict) -> dict[str, float]:
     None, validation fraction and SHA-256), split as the models' training split it."""
     from posenc.data import trained_corpus
 
-    corpus = trained_corpus(data)
+    return baselines_of(trained_corpus(data))
+
+
+def baselines_of(corpus) -> dict[str, float]:
+    """:func:`ngram_baselines` of a loaded corpus, counted on its training split."""
     return ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), corpus.vocab_size)
 
 
@@ -73,7 +77,7 @@ def compute(ctx: Context) -> Measurements:
         from posenc.data import trained_corpus
 
         corpus = trained_corpus(lm_logs[0]["data"])
-        baselines = ngram_baselines(corpus.train.tolist(), corpus.val.tolist(), corpus.vocab_size)
+        baselines = baselines_of(corpus)
         clusters = window_clusters(corpus, [e for e in evals if e["task"] == "lm"])
     return aggregate(
         evals,
