@@ -27,7 +27,7 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
-from posenc.encodings import EncodingParams, EncodingSpec
+from posenc.encodings import EncodingParams, EncodingSpec, head_layout
 
 HOOKS = {"input": "input_encoding", "qk": "rotate", "bias": "score_bias"}
 D_MODEL, N_HEADS, LENGTH, SHIFT = 16, 2, 7, 5
@@ -157,6 +157,7 @@ def _probe_model(module, spec, origin) -> None:
 
     hook = HOOKS.get(spec.acts_on, "module")
     _call("layers", origin, layout, module, 2)  # its per-layer layout, if it declares one
+    _call("heads", origin, head_layout, module, N_HEADS)  # its head groups, if it declares them
     x = torch.randn(2, LENGTH, D_MODEL, generator=torch.Generator().manual_seed(1))
     for causal in (False, True):
         cfg = ModelConfig(d_model=D_MODEL, n_heads=N_HEADS, n_layers=2, causal=causal)

@@ -60,6 +60,7 @@ from posenc.encodings.places import (
     NoPE,
     PositionalEncoding,
     QKEncoding,
+    head_layout,
 )
 from posenc.encodings.registry import (
     REGISTRY,
@@ -124,6 +125,7 @@ __all__ = [
     "encodings",
     "fire_bias",
     "fire_reference",
+    "head_layout",
     "inverse_frequencies",
     "kerple_log_bias",
     "kerple_reference",

@@ -35,10 +35,10 @@ class Sinusoidal(InputEncoding):
         p = self.params
         return sinusoidal_table(positions, p.d_model, p.hyper.base, p.angle_dtype)
 
-    def frequencies(self) -> Tensor:
+    def frequencies(self, group: int = 0) -> Tensor:
         return inverse_frequencies(self.params.d_model, self.params.hyper.base)
 
-    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+    def angle_table(self, positions: Tensor, dtype: torch.dtype, group: int = 0) -> Tensor:
         return sinusoidal_table(positions, self.params.d_model, self.params.hyper.base, dtype)
 
 

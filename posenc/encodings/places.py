@@ -84,16 +84,41 @@ class PositionalEncoding(nn.Module):
         added once before the stack, acts in all."""
         return (True,) * n_layers
 
-    def kernel(self, positions: Tensor) -> Tensor:
-        """K(p, q) over ``positions``: how alike the encoding makes two positions. Shape (N, N).
+    def heads(self, n_heads: int) -> tuple[int, ...]:
+        """Its heads, as :meth:`layers` is its layers: the group of each of ``n_heads`` heads,
+        heads of one group encoded alike. One group (all 0) unless it says otherwise: a RoPE
+        whose head h has its own base, a bias with a slope per head. The analyses measure an
+        encoding with more than one group group by group (``group=`` of :meth:`kernel`,
+        :meth:`frequencies`, :meth:`angle_table`), at the head count of their models."""
+        return (0,) * n_heads
+
+    @property
+    def groups(self) -> tuple[int, ...]:
+        """The distinct groups of this module's heads, in head order."""
+        return tuple(dict.fromkeys(head_layout(self, self.params.n_heads)))
+
+    def group_heads(self, group: int) -> list[int]:
+        """The heads of ``group`` in this module (a ValueError naming the groups if none)."""
+        found = [h for h, g in enumerate(head_layout(self, self.params.n_heads)) if g == group]
+        if not found:
+            raise ValueError(
+                f"{type(self).__name__} has no head in group {group} at "
+                f"{self.params.n_heads} heads (groups {list(self.groups)})"
+            )
+        return found
+
+    def kernel(self, positions: Tensor, group: int | None = None) -> Tensor:
+        """K(p, q) over ``positions``: how alike the encoding makes two positions, for the
+        heads of ``group``, or averaged over every head (None). Shape (N, N).
 
         Nowhere: every pair alike (ones)."""
         n = positions.shape[0]
         return torch.ones(n, n, dtype=torch.float64, device=positions.device)
 
-    def frequencies(self) -> Tensor | None:
+    def frequencies(self, group: int = 0) -> Tensor | None:
         """The angular frequencies omega_i of the waves this encoding writes a position p into
-        (angles p * omega_i), float64, shape (pairs,); None for an encoding without waves."""
+        (angles p * omega_i) in the heads of ``group``, float64, shape (pairs,); None for an
+        encoding without waves."""
         return None
 
     def pair_decay(self, distance: Tensor) -> Tensor | None:
@@ -102,11 +127,12 @@ class PositionalEncoding(nn.Module):
         ``distance`` (R,)); None where the waves are not scaled (a pure rotation)."""
         return None
 
-    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor | None:
+    def angle_table(self, positions: Tensor, dtype: torch.dtype, group: int = 0) -> Tensor | None:
         """The table of sines and cosines of those angles for ``positions``, with positions and
         angles computed in ``dtype`` (a model uses float32 or wider; the aliasing analysis asks
         for low precision on purpose): the rows an input encoding adds, or the cos/sin a
-        rotation turns by. Shape (L, 2 * pairs); None for an encoding without waves."""
+        rotation turns by in the heads of ``group``. Shape (L, 2 * pairs); None for an encoding
+        without waves."""
         return None
 
     def workload(self, positions: Tensor, batch: int, causal: bool) -> Callable[[], object] | None:
@@ -115,13 +141,31 @@ class PositionalEncoding(nn.Module):
         return None
 
 
+def head_layout(encoding: PositionalEncoding, n_heads: int) -> tuple[int, ...]:
+    """The groups of ``encoding``'s heads (:meth:`PositionalEncoding.heads`), checked: one
+    non-negative int per head, and one group for an input encoding, which is added once to
+    the embedding that every head reads."""
+    found = tuple(encoding.heads(n_heads))
+    name = type(encoding).__name__
+    if len(found) != n_heads or not all(type(g) is int and g >= 0 for g in found):
+        raise ValueError(
+            f"{name}.heads({n_heads}) must give one non-negative int per head, got {found!r}"
+        )
+    if encoding.acts_on == "input" and len(set(found)) > 1:
+        raise ValueError(
+            f"{name} acts on the input, which every head reads alike: its heads() cannot give "
+            "more than one group"
+        )
+    return found
+
+
 class InputEncoding(PositionalEncoding):
     """Adds a vector per position to the token embedding (:meth:`input_encoding`)."""
 
     acts_on = "input"
 
-    def kernel(self, positions: Tensor) -> Tensor:
-        """Cosine similarity of the position vectors."""
+    def kernel(self, positions: Tensor, group: int | None = None) -> Tensor:
+        """Cosine similarity of the position vectors (one vector for every head)."""
         table = self.input_encoding(positions).double()  # (N, D)
         unit = table / table.norm(dim=-1, keepdim=True)
         return unit @ unit.T
@@ -135,14 +179,21 @@ class QKEncoding(PositionalEncoding):
 
     acts_on = "qk"
 
-    def kernel(self, positions: Tensor) -> Tensor:
+    def kernel(self, positions: Tensor, group: int | None = None) -> Tensor:
         """K(p, q) = tr(R_p^T R_q) / Dh: every basis vector e_j transformed at p and at q, as
-        the score of a query at p and a key at q averaged over the basis."""
+        the score of a query at p and a key at q averaged over the basis, in the heads of
+        ``group`` (alike, so its first), or averaged over every head (None)."""
         dh, n = self.params.head_dim, positions.shape[0]
+        # One group: one head is every head (the shape single-group encodings always had).
+        heads = 1 if len(self.groups) == 1 else self.params.n_heads
         basis = torch.eye(dh, dtype=torch.float64, device=positions.device)[:, None, None, :]
-        basis = basis.expand(dh, 1, n, dh)  # (Dh, 1, N, Dh): e_j at every position
+        basis = basis.expand(dh, heads, n, dh)  # (Dh, H, N, Dh): e_j at every position
         q, k = self.rotate(basis, basis, positions, positions)
-        return torch.einsum("jpd,jqd->pq", q[:, 0], k[:, 0]) / dh
+        if heads == 1:
+            return torch.einsum("jpd,jqd->pq", q[:, 0], k[:, 0]) / dh
+        picked = range(heads) if group is None else self.group_heads(group)[:1]
+        per_head = [torch.einsum("jpd,jqd->pq", q[:, h], k[:, h]) / dh for h in picked]
+        return torch.stack(per_head).mean(dim=0)
 
     def workload(self, positions, batch, causal):
         p, length = self.params, positions.shape[0]
@@ -167,10 +218,19 @@ class BiasEncoding(PositionalEncoding):
     acts_on = "bias"
     quadratic_cost = True  # the (H, Lq, Lk) bias is materialised
 
-    def kernel(self, positions: Tensor) -> Tensor:
-        """exp(bias(p, q)) averaged over heads: the factor the bias puts on attention weights
-        (bidirectional, so both orders of a pair count)."""
-        return self.score_bias(positions, positions, causal=False).double().exp().mean(dim=0)
+    def heads(self, n_heads: int) -> tuple[int, ...]:
+        """Every head its own group: a score bias has a slope, a bucket table or an output per
+        head (ALiBi, T5, KERPLE, FIRE)."""
+        return tuple(range(n_heads))
+
+    def kernel(self, positions: Tensor, group: int | None = None) -> Tensor:
+        """exp(bias(p, q)) of the heads of ``group``, or averaged over every head (None): the
+        factor the bias puts on attention weights (bidirectional, so both orders of a pair
+        count)."""
+        factor = self.score_bias(positions, positions, causal=False).double().exp()
+        if group is None:
+            return factor.mean(dim=0)
+        return factor[self.group_heads(group)].mean(dim=0)
 
     def workload(self, positions, batch, causal):
         return lambda: self.score_bias(positions, positions, causal)

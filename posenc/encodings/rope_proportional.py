@@ -59,7 +59,7 @@ class ProportionalRotary(Rotary):
         super().__init__(params)
         self.kept = proportional_rotated_pairs(params.head_dim, params.hyper.proportion)
 
-    def frequencies(self) -> Tensor:
+    def frequencies(self, group: int = 0) -> Tensor:
         omega = inverse_frequencies(self.params.head_dim, self.base)
         omega[self.kept :] = 0.0
         return omega
@@ -72,7 +72,7 @@ class ProportionalRotary(Rotary):
         theta = positions.to(dtype)[:, None] * omega[None, :]
         return theta.cos(), theta.sin()
 
-    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+    def angle_table(self, positions: Tensor, dtype: torch.dtype, group: int = 0) -> Tensor:
         return torch.cat(self._cos_sin(positions, self.params.head_dim, dtype), -1)
 
 

@@ -68,7 +68,7 @@ class Rotary(QKEncoding):
         # rotated pairs, float64; attention factor on cos and sin) in place of base^(-2i/w).
         self.scaling: tuple[Tensor, float] | None = None
 
-    def frequencies(self) -> Tensor:
+    def frequencies(self, group: int = 0) -> Tensor:
         return inverse_frequencies(self.params.head_dim, self.base)
 
     @property
@@ -89,7 +89,7 @@ class Rotary(QKEncoding):
         theta = positions.to(dtype)[:, None] * inv_freq.to(device=positions.device, dtype=dtype)
         return theta.cos() * factor, theta.sin() * factor
 
-    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+    def angle_table(self, positions: Tensor, dtype: torch.dtype, group: int = 0) -> Tensor:
         """(cos p*theta_0, ..., cos p*theta_{Dh/2-1}, sin p*theta_0, ...): the cos/sin table."""
         return torch.cat(rope_cos_sin(positions, self.params.head_dim, self.base, dtype), -1)
 
@@ -191,14 +191,14 @@ class PartialRotary(Rotary):
         super().__init__(params)
         self.width = rope_partial_width(params.head_dim, params.hyper.fraction)
 
-    def frequencies(self) -> Tensor:
+    def frequencies(self, group: int = 0) -> Tensor:
         return inverse_frequencies(self.width, self.base)
 
     @property
     def rotated_width(self) -> int:
         return self.width
 
-    def angle_table(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
+    def angle_table(self, positions: Tensor, dtype: torch.dtype, group: int = 0) -> Tensor:
         """The rotated part's cos/sin table, (cos p*omega_0, ..., sin p*omega_0, ...)."""
         return torch.cat(rope_cos_sin(positions, self.width, self.base, dtype), -1)
 
