@@ -147,8 +147,11 @@ class Module:
 class CodeGraph:
     """The project's modules and their imports, as far as the source says.
 
-    ``packages`` maps each top-level project package to its folder (``posenc`` wherever it
-    is imported from, ``analyses`` in the workflow's folder). ``root`` is what module names
+    ``packages`` maps each project package to its folder (``posenc`` wherever it is imported
+    from, ``posenc.analyses`` in the workflow's folder). A dotted name resolves through the
+    longest mapped package it lies in, so a sub-package may live outside its parent's folder,
+    as setuptools' ``package-dir`` maps it; its parents' ``__init__`` still run first, and
+    its modules are labelled by their dotted names. ``root`` is what module names
     outside those packages (scripts) are written relative to, so that digests do not depend
     on where the checkout lies. ``cache`` is a JSON file of per-file results, keyed by a hash
     of each file's bytes; :meth:`save` writes it back when it gained entries.
@@ -222,11 +225,23 @@ class CodeGraph:
             self._found[key] = self._lookup(dotted, search)
         return self._found[key]
 
+    def _mapped(self, dotted: str) -> str | None:
+        """The longest mapped package that ``dotted`` is or lies in (``posenc.analyses`` over
+        ``posenc`` for ``posenc.analyses.aliasing``), or None."""
+        found = [p for p in self.packages if dotted == p or dotted.startswith(f"{p}.")]
+        return max(found, key=len, default=None)
+
     def _lookup(self, dotted: str, search: tuple[Path, ...]) -> list[Module]:
         parts = dotted.split(".")
-        top = parts[0]
-        folder = self.packages.get(top)
-        if folder is None:
+        top = self._mapped(dotted)
+        found = []
+        if top is not None:
+            folder = self.packages[top]
+            parent = top.rpartition(".")[0]
+            if parent:  # a mapped sub-package runs its parents' __init__ first
+                found += self._find(parent, search)
+        else:
+            top = parts[0]
             for d in search:
                 if (d / f"{top}.py").is_file():
                     return [Module(top, d / f"{top}.py", "")] if len(parts) == 1 else []
@@ -235,10 +250,10 @@ class CodeGraph:
                     break
             else:
                 return []
-        found = []
         if (folder / "__init__.py").is_file():
             found.append(Module(top, folder / "__init__.py", top))
-        for i, part in enumerate(parts[1:], 1):
+        depth = top.count(".") + 1
+        for i, part in enumerate(parts[depth:], depth):
             name, parent = ".".join(parts[: i + 1]), ".".join(parts[:i])
             if (folder / f"{part}.py").is_file():
                 found.append(Module(name, folder / f"{part}.py", parent))
@@ -275,7 +290,10 @@ class CodeGraph:
         """The module a file is, when it is an entry point: a package's module by its
         dotted name, else a script by its stem."""
         path = Path(path).resolve()
-        for top, folder in self.packages.items():
+        # The deepest mapped folder holding it names it (a mapped sub-package may lie inside
+        # its parent's folder).
+        by_depth = sorted(self.packages.items(), key=lambda kv: len(kv[1].parts), reverse=True)
+        for top, folder in by_depth:
             if path.is_relative_to(folder):
                 rel = path.relative_to(folder).with_suffix("").parts
                 dotted = ".".join([top, *rel]).removesuffix(".__init__")

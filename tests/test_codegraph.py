@@ -109,8 +109,9 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 @pytest.fixture
 def project(tmp_path) -> Path:
-    """A package ``pkg``, an ``analyses`` package with relative imports, and a script with a
-    sibling module."""
+    """A package ``pkg``; its sub-package ``pkg.analyses`` in a top-level folder ``analyses/``
+    (as setuptools' ``package-dir`` maps ``posenc.analyses``), with relative and absolute
+    imports; and a script with a sibling module."""
     write(
         tmp_path,
         {
@@ -122,8 +123,13 @@ def project(tmp_path) -> Path:
             "pkg/alone.py": "import pkg\n",
             "analyses/__init__.py": "",
             "analyses/a/__init__.py": "",
-            "analyses/a/compute.py": "from .spec import SPEC\nfrom pkg.core import *\n",
+            "analyses/a/compute.py": """
+                from .spec import SPEC
+                from pkg.core import *
+                from pkg.analyses.a import helper
+            """,
             "analyses/a/spec.py": "SPEC = 1\n",
+            "analyses/a/helper.py": "h = 1\n",
             "analyses/a/other.py": "y = 2\n",
             "scripts/run.py": "import helper_here\nfrom pkg import util\n",
             "scripts/helper_here.py": "z = 3\n",
@@ -133,7 +139,7 @@ def project(tmp_path) -> Path:
 
 
 def graph(root: Path, cache: Path | None = None) -> CodeGraph:
-    return CodeGraph({"pkg": root / "pkg", "analyses": root / "analyses"}, root, cache)
+    return CodeGraph({"pkg": root / "pkg", "pkg.analyses": root / "analyses"}, root, cache)
 
 
 def test_the_closure_follows_imports_through_the_project_only(project):
@@ -141,11 +147,12 @@ def test_the_closure_follows_imports_through_the_project_only(project):
     assert names == ["helper_here", "pkg", "pkg.lazy", "pkg.util", "run"]
     labels = graph(project).digest([project / "analyses/a/compute.py"])["modules"]
     assert labels == [
-        "analyses",
-        "analyses.a",
-        "analyses.a.compute",
-        "analyses.a.spec",
         "pkg",
+        "pkg.analyses",
+        "pkg.analyses.a",
+        "pkg.analyses.a.compute",
+        "pkg.analyses.a.helper",
+        "pkg.analyses.a.spec",
         "pkg.core",
         "pkg.lazy",
         "pkg.util",
@@ -157,7 +164,8 @@ def test_the_closure_follows_imports_through_the_project_only(project):
 def test_a_digest_changes_exactly_with_the_modules_it_covers(project):
     roots = [project / "analyses/a/compute.py"]
     before = graph(project).digest(roots)
-    for name in ("pkg/lazy.py", "analyses/a/spec.py", "pkg/__init__.py"):  # covered
+    covered = ("pkg/lazy.py", "analyses/a/spec.py", "analyses/a/helper.py", "pkg/__init__.py")
+    for name in covered:
         path = project / name
         text = path.read_text()
         path.write_text(text + "\nEDITED = 1\n")
@@ -166,6 +174,38 @@ def test_a_digest_changes_exactly_with_the_modules_it_covers(project):
     for name in ("pkg/unused.py", "analyses/a/other.py", "scripts/run.py"):  # not covered
         (project / name).write_text((project / name).read_text() + "\nEDITED = 1\n")
         assert graph(project).digest(roots)["digest"] == before["digest"], name
+
+
+def test_a_mapped_sub_package_resolves_into_its_own_folder(project):
+    # pkg.analyses lives in analyses/, not pkg/analyses/: the longest mapped name wins, even
+    # over a stray copy in the parent's folder, and an absolute import of one of its modules
+    # from a script is in the script's closure, its parents' __init__ first.
+    write(
+        project,
+        {
+            "pkg/analyses/__init__.py": "",
+            "pkg/analyses/a/__init__.py": "",
+            "pkg/analyses/a/helper.py": "h = 'a stray copy'\n",
+            "scripts/runs_a.py": "from pkg.analyses.a.helper import h\n",
+        },
+    )
+    roots = [project / "scripts/runs_a.py"]
+    closure = {m.name: m.path for m in graph(project).closure(roots)}
+    assert closure == {
+        "pkg": project / "pkg/__init__.py",
+        "pkg.analyses": project / "analyses/__init__.py",
+        "pkg.analyses.a": project / "analyses/a/__init__.py",
+        "pkg.analyses.a.helper": project / "analyses/a/helper.py",
+        "runs_a": project / "scripts/runs_a.py",
+    }
+    before = graph(project).digest(roots)["digest"]
+    (project / "pkg/analyses/a/helper.py").write_text("h = 'the stray copy, edited'\n")
+    assert graph(project).digest(roots)["digest"] == before
+    (project / "analyses/a/helper.py").write_text("h = 2\n")
+    assert graph(project).digest(roots)["digest"] != before
+    # A file of the mapped folder, as an entry point, is named by the mapped package.
+    entry = graph(project).entry(project / "analyses/a/compute.py")
+    assert (entry.name, entry.package) == ("pkg.analyses.a.compute", "pkg.analyses.a")
 
 
 def test_a_package_that_imports_every_module_of_its_folder_covers_a_new_one(project):
