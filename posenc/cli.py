@@ -91,7 +91,7 @@ def card_config(
 
 
 def card(args: argparse.Namespace) -> int:
-    from posenc import registry
+    from posenc import encoding_metadata
     from posenc.plugins import PluginError
 
     if not (ROOT / "Snakefile").is_file():
@@ -103,7 +103,7 @@ def card(args: argparse.Namespace) -> int:
             raise CardError(f"plugin {given}: no such file")
         paths.append(path)
     try:  # loads and probes every plugin: a broken one stops here, before anything is written
-        known = registry.metadata([str(p) for p in paths], ROOT)
+        known = encoding_metadata.metadata([str(p) for p in paths], ROOT)
     except PluginError as error:
         raise CardError(str(error)) from None
     overrides, mine = card_config(paths, args.against, args.config, known)

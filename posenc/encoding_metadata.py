@@ -11,9 +11,9 @@ with, at a width an analysis builds it at) run the same way, before any job, and
 configured encoding has one: :func:`encoding_problems`, cached by the same digest and by what
 it checks.
 
-``python -m posenc.registry [PLUGIN ...]`` prints the metadata as JSON;
-``python -m posenc.registry --check [PLUGIN ...]`` reads what to check as JSON on stdin and
-prints the problems.
+``python -m posenc.encoding_metadata [PLUGIN ...]`` prints the metadata as JSON;
+``python -m posenc.encoding_metadata --check [PLUGIN ...]`` reads what to check as JSON on
+stdin and prints the problems.
 """
 
 from __future__ import annotations
@@ -62,12 +62,12 @@ def metadata(
 
 
 def _cached_run(path: Path, args: list[str], root: str | Path, stdin: str | None = None):
-    """The JSON that ``python -m posenc.registry ARGS`` prints, kept at ``path``: read back
+    """The JSON that ``python -m posenc.encoding_metadata ARGS`` prints, kept at ``path``: read back
     while ``path`` exists (its name is the key), else computed and written atomically."""
     if path.is_file():
         return json.loads(path.read_text())
     proc = subprocess.run(
-        [sys.executable, "-m", "posenc.registry", *args],
+        [sys.executable, "-m", "posenc.encoding_metadata", *args],
         input=stdin,
         capture_output=True,
         text=True,

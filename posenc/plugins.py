@@ -1,6 +1,7 @@
 """Plugins: Python files or importable modules that register encodings through the public API,
 ``from posenc.encodings import EncodingSpec, PositionalEncoding, register``. The Snakefile (via
-:mod:`posenc.registry`) and every job load them the same way, from the config's ``plugins:``."""
+:mod:`posenc.encoding_metadata`) and every job load them the same way, from the config's
+``plugins:``."""
 
 from __future__ import annotations
 

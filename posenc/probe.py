@@ -2,9 +2,9 @@
 
 A user's encoding that returns the wrong shape, NaN or raises would otherwise fail minutes
 into a run, in a training job's log, or worse, train quietly on garbage. The registry's
-metadata step (:mod:`posenc.registry`, at parse time) calls :func:`probe` on every encoding a
-plugin registers and stops the run with one line naming the plugin's file, the encoding and
-the hook (``input_encoding``, ``rotate`` or ``score_bias``) that failed, and why.
+metadata step (:mod:`posenc.encoding_metadata`, at parse time) calls :func:`probe` on every
+encoding a plugin registers and stops the run with one line naming the plugin's file, the
+encoding and the hook (``input_encoding``, ``rotate`` or ``score_bias``) that failed, and why.
 
 What is probed, at d_model 16 with 2 heads, 7 positions:
 

@@ -63,8 +63,8 @@ def encoding_block(**values) -> dict:
 
 def encoding_meta(names=None) -> dict:
     """``{name: EncodingSpec.metadata()}`` of the registry in this process (every encoding, or
-    ``names``): what the workflow reads through ``posenc.registry`` at parse time, and what
-    ``posenc.config.workflow_schema`` takes."""
+    ``names``): what the workflow reads through ``posenc.encoding_metadata`` at parse time, and
+    what ``posenc.config.workflow_schema`` takes."""
     from posenc.encodings import REGISTRY
 
     return {n: REGISTRY[n].metadata() for n in (REGISTRY if names is None else names)}

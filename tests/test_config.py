@@ -11,7 +11,7 @@ import pytest
 from configs import PLUGIN, encoding_meta, load, merged
 from workflow_utils import ROOT, copy_workflow, snakemake
 
-from posenc import registry
+from posenc import encoding_metadata
 from posenc.analysis import discover
 from posenc.config import ConfigError, validate_config, workflow_schema
 from posenc.encodings import ENCODINGS, REGISTRY
@@ -81,7 +81,7 @@ def test_a_name_registered_by_a_plugin_is_accepted(tmp_path):
     # The Snakefile's path: the plugin registers its encoding, the registry's metadata names
     # it, and the schema built from those names accepts it (and still rejects a typo of it).
     (tmp_path / "plugin.py").write_text(PLUGIN.format(summary="Sinusoidal, base 500."))
-    meta = registry.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache")
+    meta = encoding_metadata.metadata(["plugin.py"], root=tmp_path, cache=tmp_path / "cache")
     assert list(meta)[-1] == "plugin_sin500"
     config = merged({"plugins": ["plugin.py"], "encodings": [*ENCODINGS, "plugin_sin500"]})
     validate(config, meta)
@@ -227,7 +227,7 @@ def test_device_cuda_without_a_gpu_fails_at_once(tmp_path):
 def with_encoding_checks(cache):
     """The Snakefile's checks: every spec's, then the configured encodings' own
     (``EncodingSpec.checks``) at every width the analyses build them at."""
-    return [*checks(), registry.encoding_check(discover(ROOT), ROOT, cache)]
+    return [*checks(), encoding_metadata.encoding_check(discover(ROOT), ROOT, cache)]
 
 
 def test_an_encodings_own_check_names_its_key_and_the_width(tmp_path):
@@ -256,23 +256,23 @@ def test_encoding_checks_start_no_subprocess_unless_asked_and_are_cached(tmp_pat
     import subprocess
 
     cache = tmp_path / "cache"
-    registry.metadata(root=ROOT, cache=cache)  # the registry's metadata, read once
+    encoding_metadata.metadata(root=ROOT, cache=cache)  # the registry's metadata, read once
     real_run = subprocess.run
 
     def no_subprocess(*args, **kwargs):
         raise AssertionError("a subprocess started")
 
-    monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(encoding_metadata.subprocess, "run", no_subprocess)
     # No configured encoding declares a check: nothing to ask the registry (no torch).
     validate_config(
         merged({"encodings": ["none", "rope", "alibi"]}), schema(), with_encoding_checks(cache)
     )
-    monkeypatch.setattr(registry.subprocess, "run", real_run)
+    monkeypatch.setattr(encoding_metadata.subprocess, "run", real_run)
     bad = merged({"encodings": ["rope_partial"], "encoding": {"rope_partial": {"fraction": 0.1}}})
     with pytest.raises(ConfigError, match="rope_partial.fraction = 0.1"):
         validate_config(bad, schema(), with_encoding_checks(cache))
     # The same question again is read back; another fraction is a new one.
-    monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
+    monkeypatch.setattr(encoding_metadata.subprocess, "run", no_subprocess)
     with pytest.raises(ConfigError, match="rope_partial.fraction = 0.1"):
         validate_config(bad, schema(), with_encoding_checks(cache))
     bad["encoding"]["rope_partial"]["fraction"] = 0.3
@@ -283,7 +283,7 @@ def test_encoding_checks_start_no_subprocess_unless_asked_and_are_cached(tmp_pat
 def test_run_checks_reports_each_problem_once_per_encoding():
     where = {"a": (16, 4), "b": (32, 8), "c": (64, 4)}  # heads of 4, 4 and 16
     config = {"rope_partial": {"fraction": 0.25}}
-    problems = registry.run_checks(["rope", "rope_partial"], config, where)
+    problems = encoding_metadata.run_checks(["rope", "rope_partial"], config, where)
     assert problems == [
         "config key encoding.rope_partial.fraction = 0.25: rotates int(0.25 x 4) = 1 of a "
         "head's 4 dimensions, which must be a positive even number (RoPE turns pairs) "

@@ -563,7 +563,7 @@ def test_a_method_for_an_encoding_that_is_not_rescalable_is_an_error():
     assert "extension.encodings" in problem
     assert "alibi declares no rescalable frequencies (rope, xpos do)" in problem
     # The workflow's metadata (read without torch) says what the registry declares.
-    from posenc.registry import metadata
+    from posenc.encoding_metadata import metadata
 
     real = metadata([], ROOT)
     declared = [e for e, s in REGISTRY.items() if s.rescalable]

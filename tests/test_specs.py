@@ -1,5 +1,5 @@
 """Every analysis folder keeps the contract of posenc.analysis, and the parse-time registry
-(posenc.registry) is the registry.
+(posenc.encoding_metadata) is the registry.
 
 The spec tests run over whatever ``analyses/*/spec.py`` exist: a new analysis is covered the
 moment its spec is written."""
@@ -14,7 +14,7 @@ import yaml
 from configs import PLUGIN, load, merged
 from workflow_utils import ROOT
 
-from posenc import registry
+from posenc import encoding_metadata
 from posenc.analysis import AnalysisSpec, Table, discover
 from posenc.claims import Check, Claim, section_thresholds
 from posenc.encodings import REGISTRY
@@ -135,7 +135,7 @@ def test_discover_checks_the_id_against_the_folder(tmp_path):
 
 
 def test_metadata_is_the_registry(tmp_path):
-    meta = registry.metadata(root=tmp_path, cache=tmp_path / "cache")
+    meta = encoding_metadata.metadata(root=tmp_path, cache=tmp_path / "cache")
     assert list(meta) == list(REGISTRY)
     for name, spec in REGISTRY.items():
         assert meta[name] == {**spec.metadata(), "plugin": None}  # a built-in: no plugin file
@@ -145,7 +145,7 @@ def test_metadata_is_the_registry(tmp_path):
 def test_metadata_is_cached_and_plugins_are_in_its_key(tmp_path, monkeypatch):
     plugin, cache = tmp_path / "plugin.py", tmp_path / "cache"
     plugin.write_text(PLUGIN.format(summary="first"))
-    meta = registry.metadata(["plugin.py"], root=tmp_path, cache=cache)
+    meta = encoding_metadata.metadata(["plugin.py"], root=tmp_path, cache=cache)
     assert list(meta) == [*REGISTRY, "plugin_sin500"]
     assert meta["plugin_sin500"]["acts_on"] == "input"
     assert meta["plugin_sin500"]["summary"] == "first"
@@ -157,20 +157,20 @@ def test_metadata_is_cached_and_plugins_are_in_its_key(tmp_path, monkeypatch):
     def no_subprocess(*args, **kwargs):
         raise AssertionError("metadata() ran a subprocess for unchanged sources")
 
-    monkeypatch.setattr(registry.subprocess, "run", no_subprocess)
-    assert registry.metadata(["plugin.py"], root=tmp_path, cache=cache) == meta
+    monkeypatch.setattr(encoding_metadata.subprocess, "run", no_subprocess)
+    assert encoding_metadata.metadata(["plugin.py"], root=tmp_path, cache=cache) == meta
 
     # An edit to the plugin is a new key: read afresh, and the old entry stays as it was.
-    monkeypatch.setattr(registry.subprocess, "run", real_run)
+    monkeypatch.setattr(encoding_metadata.subprocess, "run", real_run)
     plugin.write_text(PLUGIN.format(summary="second"))
-    meta2 = registry.metadata(["plugin.py"], root=tmp_path, cache=cache)
+    meta2 = encoding_metadata.metadata(["plugin.py"], root=tmp_path, cache=cache)
     assert meta2["plugin_sin500"]["summary"] == "second"
     assert len(list(cache.glob("registry-*.json"))) == 2
-    assert "plugin_sin500" not in registry.metadata(root=tmp_path, cache=cache)
+    assert "plugin_sin500" not in encoding_metadata.metadata(root=tmp_path, cache=cache)
 
 
 def test_a_broken_plugin_is_named(tmp_path):
     (tmp_path / "bad.py").write_text("raise RuntimeError('no luck')\n")
     with pytest.raises(PluginError, match=r"bad\.py: RuntimeError: no luck"):
-        registry.metadata(["bad.py"], root=tmp_path, cache=tmp_path / "cache")
+        encoding_metadata.metadata(["bad.py"], root=tmp_path, cache=tmp_path / "cache")
     assert not list((tmp_path).glob("cache/registry-*.json"))  # a failure is not cached

@@ -4,7 +4,7 @@ the workflow at parse time."""
 
 from pathlib import Path
 
-from posenc import paths, registry
+from posenc import encoding_metadata, paths
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.claims import Check, Claim
 
@@ -19,7 +19,7 @@ def inputs(config: dict) -> dict[str, list[str]]:
     xp = config.get("extrapolation")
     if not xp:
         return {}
-    meta = registry.metadata(config.get("plugins", []), ROOT)
+    meta = encoding_metadata.metadata(config.get("plugins", []), ROOT)
     learned = [e for e in config["encodings"] if meta[e]["learned"]]
     return {
         "trained_models": [

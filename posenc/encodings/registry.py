@@ -94,7 +94,7 @@ class EncodingSpec:
     :class:`EncodingParams` of one model an analysis builds (the config at one width,
     ``AnalysisSpec.encoding_shapes``) and returns problems naming the config key, as
     ``AnalysisSpec.checks`` do. The workflow runs them at parse time for every configured
-    encoding (:func:`posenc.registry.encoding_problems`).
+    encoding (:func:`posenc.encoding_metadata.encoding_problems`).
     """
 
     name: str
@@ -140,7 +140,7 @@ class EncodingSpec:
 
     def metadata(self) -> dict:
         """The JSON-serialisable part: what the workflow reads at parse time, without torch
-        (:mod:`posenc.registry`), the schema of its config block included."""
+        (:mod:`posenc.encoding_metadata`), the schema of its config block included."""
         return {
             "acts_on": self.acts_on,
             "relative": self.relative,
