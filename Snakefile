@@ -6,7 +6,7 @@ from pathlib import Path
 
 from snakemake.utils import min_version
 
-from posenc import analysis, config as posenc_config, encoding_metadata
+from posenc import analysis, codegraph, config as posenc_config, encoding_metadata
 
 min_version("9.0")
 
@@ -16,10 +16,13 @@ configfile: "config/config.yaml"
 
 ROOT = Path(workflow.basedir)
 SPECS = analysis.discover(ROOT)
+# The project's import graph (posenc.codegraph), parsed once: every rule's `code` param
+# (rules/common.smk) and the key of the registry's metadata are digests of it.
+CODE = codegraph.project_graph(ROOT, ROOT / ".snakemake" / "posenc" / "codegraph.json")
 # Plugins register encodings before validation, so the schema accepts their names and their
-# hyper-parameters (the encoding: block); the registry's metadata is cached by digest
-# (posenc.encoding_metadata): a no-op run imports no torch.
-ENCODING_META = encoding_metadata.metadata(config.get("plugins", []), ROOT)
+# hyper-parameters (the encoding: block); the registry's metadata is cached by a digest of the
+# code that reads it (posenc.encoding_metadata): a no-op run imports no torch.
+ENCODING_META = encoding_metadata.metadata(config.get("plugins", []), ROOT, graph=CODE)
 # A wrong key or value stops here, before any job, with one line per problem naming the key:
 # the schema, each analysis' checks, then each configured encoding's own checks at every width
 # the analyses build it at (run by the registry, so only an encoding with checks costs torch).
@@ -37,7 +40,7 @@ posenc_config.validate_config(
             for spec in SPECS.values()
             for check in spec.registry_checks
         ),
-        encoding_metadata.encoding_check(SPECS, ROOT),
+        encoding_metadata.encoding_check(SPECS, ROOT, graph=CODE),
     ],
 )
 # The analyses this config runs, in its order: the report's sections follow it.

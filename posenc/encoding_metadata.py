@@ -3,8 +3,9 @@
 The Snakefile needs the encoding names (for the schema and the wildcards) and their metadata,
 but importing :mod:`posenc.encodings` imports torch, which would be most of a no-op rerun's
 time. So the metadata is read once by a subprocess that imports the registry (and the
-config's plugins), and kept in a file keyed by a digest of the registry's source, the plugins'
-sources and the Python running it. A change to any of them reads it afresh.
+config's plugins), and kept in a file keyed by :func:`digest` of the code that subprocess runs,
+found from the import graph (:mod:`posenc.codegraph`), and of the Python running it. A change
+to any of that code reads it afresh.
 
 The encodings' own config checks (``EncodingSpec.checks``: a setting its module cannot be built
 with, at a width an analysis builds it at) run the same way, before any job, and only when a
@@ -26,38 +27,69 @@ import sys
 import tempfile
 from pathlib import Path
 
-from posenc import plugins
+from posenc import codegraph, plugins
 
-HERE = Path(__file__).parent
-# The registry's package, and what else decides the metadata: this module, the plugin loader
-# and the probes.
-CODE = [
-    *sorted((HERE / "encodings").glob("*.py")),
-    Path(__file__),
-    *(HERE / f for f in ("plugins.py", "probe.py")),
-]
+# What the subprocess runs, as files of the posenc package: this module, the registry (whose
+# __init__ imports every module of its folder), the probes and the plugin loader. This module
+# imports each of them already (lazily); they are named so that the key does not hang on that.
+ROOTS = ("encoding_metadata.py", "encodings/__init__.py", "probe.py", "plugins.py")
 
 
-def digest(plugin_entries: list[str], root: str | Path) -> str:
-    h = hashlib.sha256(sys.version.encode())
-    # The project's own modules by their path in it, so that a moved checkout keeps its cache;
-    # a plugin by its full path, which the metadata records.
-    for name, path in [
-        *((p.relative_to(HERE).as_posix(), p) for p in CODE),
-        *((str(p), p) for p in plugins.sources(plugin_entries, root)),
-    ]:
-        h.update(name.encode())
-        h.update(path.read_bytes())
+def code_graph(root: str | Path, cache: str | Path | None = None) -> codegraph.CodeGraph:
+    """The checkout's import graph for :func:`digest` when the caller has none: it reads the
+    workflow's file cache (``codegraph.json`` in ``cache``) but never writes it, as the
+    Snakefile's graph, which parses these modules too, writes it (two writers would each drop
+    the other's entries)."""
+    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    return codegraph.project_graph(root, cache_dir / "codegraph.json")
+
+
+def digest(
+    plugin_entries: list[str], root: str | Path, graph: codegraph.CodeGraph | None = None
+) -> str:
+    """The key of what ``python -m posenc.encoding_metadata PLUGIN_ENTRIES`` prints.
+
+    It is the import graph's closure of :data:`ROOTS` (function-level imports included: the
+    probes build :mod:`posenc.model`, ``rope_proportional``'s check calls
+    :mod:`posenc.rope_methods`), each module by its name and the digest of its meaning
+    (comments and docstrings left out: the built-ins' metadata quotes no docstring, which
+    ``tests/test_encoding_metadata.py`` holds them to); then each plugin's entry (the metadata
+    records it) and the modules that only the plugins import, by their bytes (a plugin's
+    ``summary`` may be its class's docstring); then the Python version. Module names are
+    relative to the package and the checkout, so a moved checkout keeps its key when no
+    plugin is configured. ``graph``: the workflow's (the Snakefile passes its own, so that the
+    files are parsed once), else :func:`code_graph`.
+    """
+    graph = graph or code_graph(root)
+    package = graph.packages.get("posenc", Path(__file__).resolve().parent)
+    own = graph.closure([package / f for f in ROOTS])
+    h = hashlib.sha256(f"{sys.version}\n".encode())
+    for module in own:
+        h.update(f"{graph.label(module)}\0{graph.info(module.path)['digest']}\n".encode())
+    seen = {m.path for m in own}
+    for entry in plugin_entries:
+        h.update(f"plugin {entry}\n".encode())
+    for source in plugins.sources(plugin_entries, root):
+        for module in graph.closure([source]):
+            if module.path not in seen:
+                seen.add(module.path)
+                raw = hashlib.sha256(module.path.read_bytes()).hexdigest()
+                h.update(f"{graph.label(module)}\0{raw}\n".encode())
     return h.hexdigest()[:16]
 
 
 def metadata(
-    plugin_entries: list[str] | None = None, root: str | Path = ".", cache: str | Path | None = None
+    plugin_entries: list[str] | None = None,
+    root: str | Path = ".",
+    cache: str | Path | None = None,
+    graph: codegraph.CodeGraph | None = None,
 ) -> dict[str, dict]:
-    """``{name: metadata}`` for every registered encoding, built-ins first, then plugins'."""
+    """``{name: metadata}`` for every registered encoding, built-ins first, then plugins'.
+    ``graph``: the import graph to key it by (:func:`digest`)."""
     entries = [plugins.resolve(e, root) for e in plugin_entries or []]
     cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
-    path = cache_dir / f"registry-{digest(entries, root)}.json"
+    graph = graph or code_graph(root, cache_dir)
+    path = cache_dir / f"metadata-{digest(entries, root, graph)}.json"
     return _cached_run(path, entries, root)
 
 
@@ -90,17 +122,21 @@ def encoding_problems(
     shapes: dict[str, tuple[int, int]],
     root: str | Path = ".",
     cache: str | Path | None = None,
+    graph: codegraph.CodeGraph | None = None,
 ) -> list[str]:
     """What the checks of the configured encodings (``EncodingSpec.checks``) find in
     ``config``'s ``encoding:`` block at each of ``shapes``, ``{where: (d_model, n_heads)}``
     (``where`` names the config keys that set that width), one line each, naming the keys.
 
     No subprocess, and so no torch, unless a configured encoding declares a check (the
-    metadata counts them); the answer is cached by the registry's digest and by what it
-    checks, so a rerun of the same config reads it back.
+    metadata counts them); the answer is cached by the code's :func:`digest` (in ``graph``)
+    and by what it checks, so a rerun of the same config reads it back, and an edit to any
+    module the checks run asks afresh.
     """
     entries = [plugins.resolve(e, root) for e in config.get("plugins", [])]
-    meta = metadata(config.get("plugins", []), root, cache)
+    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    graph = graph or code_graph(root, cache_dir)
+    meta = metadata(config.get("plugins", []), root, cache_dir, graph)
     names = [e for e in config.get("encodings", []) if meta.get(e, {}).get("checks")]
     if not names or not shapes:
         return []
@@ -112,12 +148,16 @@ def encoding_problems(
         },
         sort_keys=True,
     )
-    key = hashlib.sha256(f"{digest(entries, root)} {asked}".encode()).hexdigest()[:16]
-    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    key = hashlib.sha256(f"{digest(entries, root, graph)} {asked}".encode()).hexdigest()[:16]
     return _cached_run(cache_dir / f"checks-{key}.json", ["--check", *entries], root, asked)
 
 
-def encoding_check(specs: dict, root: str | Path = ".", cache: str | Path | None = None):
+def encoding_check(
+    specs: dict,
+    root: str | Path = ".",
+    cache: str | Path | None = None,
+    graph: codegraph.CodeGraph | None = None,
+):
     """:func:`encoding_problems` as one config check (``validate_config``'s ``checks``), at
     every width the configured analyses build encodings at (``AnalysisSpec.encoding_shapes``
     of each spec in ``specs`` whose section the config has)."""
@@ -127,7 +167,7 @@ def encoding_check(specs: dict, root: str | Path = ".", cache: str | Path | None
         for spec in specs.values():
             if spec.encoding_shapes is not None and spec.id in config:
                 shapes.update(spec.encoding_shapes(config))
-        return encoding_problems(config, shapes, root, cache)
+        return encoding_problems(config, shapes, root, cache, graph)
 
     return check
 

@@ -5,7 +5,7 @@ import dataclasses
 import os
 from pathlib import Path
 
-from posenc import codegraph, paths, plugins, ruleset, variants
+from posenc import paths, plugins, ruleset, variants
 from posenc.analysis import placeholders_named
 
 # Report sections in order: the rule that writes each analysis' metrics.json and claims.json.
@@ -30,10 +30,8 @@ def bench_path(name):
 # imports, found from the source (posenc.codegraph): a change of meaning there reruns the rule
 # and re-keys the shared cache; a comment, docstring or formatting change reruns nothing.
 # Snakemake's own code trigger (a script newer than its outputs) is off in profiles/default,
-# so that this digest alone decides, for the entry scripts too.
-CODE = codegraph.project_graph(
-    workflow.basedir, Path(workflow.basedir, ".snakemake", "posenc", "codegraph.json")
-)
+# so that this digest alone decides, for the entry scripts too. CODE, the graph, is the
+# Snakefile's: the encodings' metadata is keyed by it before this file is read.
 
 
 def code_digest(script, *modules, with_plugins=True):

@@ -149,7 +149,7 @@ def test_metadata_is_cached_and_plugins_are_in_its_key(tmp_path, monkeypatch):
     assert list(meta) == [*REGISTRY, "plugin_sin500"]
     assert meta["plugin_sin500"]["acts_on"] == "input"
     assert meta["plugin_sin500"]["summary"] == "first"
-    assert len(list(cache.glob("registry-*.json"))) == 1
+    assert len(list(cache.glob("metadata-*.json"))) == 1
 
     # Cached: the same sources are read back without starting a subprocess (no torch).
     real_run = subprocess.run
@@ -165,7 +165,7 @@ def test_metadata_is_cached_and_plugins_are_in_its_key(tmp_path, monkeypatch):
     plugin.write_text(PLUGIN.format(summary="second"))
     meta2 = encoding_metadata.metadata(["plugin.py"], root=tmp_path, cache=cache)
     assert meta2["plugin_sin500"]["summary"] == "second"
-    assert len(list(cache.glob("registry-*.json"))) == 2
+    assert len(list(cache.glob("metadata-*.json"))) == 2
     assert "plugin_sin500" not in encoding_metadata.metadata(root=tmp_path, cache=cache)
 
 
@@ -173,4 +173,4 @@ def test_a_broken_plugin_is_named(tmp_path):
     (tmp_path / "bad.py").write_text("raise RuntimeError('no luck')\n")
     with pytest.raises(PluginError, match=r"bad\.py: RuntimeError: no luck"):
         encoding_metadata.metadata(["bad.py"], root=tmp_path, cache=tmp_path / "cache")
-    assert not list((tmp_path).glob("cache/registry-*.json"))  # a failure is not cached
+    assert not list((tmp_path).glob("cache/metadata-*.json"))  # a failure is not cached
