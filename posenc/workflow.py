@@ -3,21 +3,13 @@
 from __future__ import annotations
 
 import logging
-import random
 import sys
 import time
 from typing import Any
 
-import numpy as np
 import torch
 
 from posenc.device import set_threads
-
-
-def seed_everything(seed: int) -> None:
-    random.seed(seed)
-    np.random.seed(seed % 2**32)
-    torch.manual_seed(seed)
 
 
 def setup(snakemake: Any, name: str) -> logging.Logger:
