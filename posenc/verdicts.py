@@ -1,7 +1,8 @@
 """How one check's evidence is judged against its threshold: the comparisons, interval
 evidence, a value's verdict (an interval straddling the threshold is inconclusive, a mapping
 passes when each entry does), the entries that fall short, and the expected text, rendered from
-the same threshold that decides. Torch-free; :mod:`posenc.claims` builds the ledger from these.
+the same threshold that decides. Torch-free; :mod:`posenc.claim_evaluation` builds the ledger
+from these.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from posenc.tdist import half_width, t_quantile
 
 if TYPE_CHECKING:
-    from posenc.claims import Check
+    from posenc.claim_spec import Check
 
 # op -> (test, how the expected text writes it)
 COMPARISONS = {
