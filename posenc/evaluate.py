@@ -1,15 +1,9 @@
 """Evaluation of trained models at and beyond their training length.
 
-Language models are scored in bits per character in two modes (both reported):
-
-* ``all``: every token of non-overlapping windows of length L, the same number of tokens T at
-  every length (T / L windows, spread evenly over the text). The usual number, but a longer
-  window scores different text, and its early tokens get more context, so lengths are not
-  strictly comparable (Press et al. 2022, Appendix B).
-* ``segment``: only the last ``S`` tokens of windows that *end at the same positions* at every L.
-  The scored tokens are identical at every length; only the context before them grows. The
-  comparison across lengths is then paired, and free of the ~±0.08 bits/char that scoring
-  different text adds here.
+Language models are scored in bits per character in two modes, both reported: ``all`` (every
+token of non-overlapping windows, the same number at every length) and ``segment`` (the same
+last tokens at every length, only their context growing, so that lengths compare paired); the
+windows of each are :mod:`posenc.eval_windows`.
 
 Each result carries the bits/char of every window (equal token counts per window), so the
 aggregate can bootstrap over windows as well as seeds.
@@ -31,7 +25,6 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -39,7 +32,24 @@ from torch import Tensor, nn
 from posenc.batches import IGNORE, RandomizedPositions
 from posenc.context_extension import extension_setup, extensions_of, head_dim, rope_base, rotary_of
 from posenc.encodings import PositionOutOfRange
+from posenc.eval_windows import all_token_windows, segment_window_ends, window_fragments
 from posenc.passkey import PasskeyTask
+
+# What other modules read from here, the windows' public names included.
+__all__ = [
+    "CPU",
+    "POSITION_SEED",
+    "Positions",
+    "all_token_windows",
+    "bits_per_char",
+    "evaluate_lm",
+    "evaluate_passkey",
+    "gap_rows",
+    "passkey_accuracy",
+    "segment_window_ends",
+    "window_fragments",
+    "window_nll",
+]
 
 CPU = torch.device("cpu")
 # Positions for a forward: fixed ones (or None for 0..L-1), or a function of the length that
@@ -47,40 +57,6 @@ CPU = torch.device("cpu")
 Positions = Tensor | Callable[[int], Tensor] | None
 # Seeds of randomized positions at evaluation, apart from the test sequences' own seeds.
 POSITION_SEED = 1 << 20
-
-
-def all_token_windows(n_tokens: int, length: int, tokens: int) -> Tensor:
-    """Starts of the non-overlapping windows of mode ``all``: ``tokens // length`` windows, so
-    every length scores the same number of tokens. Window s reads tokens[s : s+L] and predicts
-    tokens[s+1 : s+L+1]; the windows are spread evenly over the text."""
-    count, available = tokens // length, (n_tokens - 1) // length
-    if count < 1 or count > available:
-        raise ValueError(
-            f"{n_tokens} tokens cannot hold {tokens} scored tokens in whole windows of "
-            f"{length}: extrapolation.lm.eval.tokens must be a multiple of the longest length "
-            f"and at most {available * length} here"
-        )
-    picks = torch.linspace(0, available - 1, count).round().long()
-    return picks * length
-
-
-def segment_window_ends(n_tokens: int, max_length: int, segment: int, n_windows: int) -> Tensor:
-    """Last input index + 1 of each window for mode ``segment``, the same at every length.
-
-    Window of length L ending at e reads tokens[e-L : e] and predicts tokens[e-L+1 : e+1]; its
-    last ``segment`` predictions are scored. The ends start at ``max_length`` (so the longest
-    window fits) and are spread over the rest of the text, at least ``segment`` apart so no
-    token is scored twice.
-    """
-    room = n_tokens - 1 - max_length  # ends may range over [max_length, n_tokens - 1]
-    if n_windows < 1 or room < (n_windows - 1) * segment:
-        raise ValueError(
-            f"{n_tokens} tokens cannot hold {n_windows} scored segments of {segment} tokens "
-            f"after a context of {max_length}: lower extrapolation.lm.eval.segment_windows, "
-            "segment or the largest multiplier"
-        )
-    stride = room // max(n_windows - 1, 1)
-    return max_length + stride * torch.arange(n_windows)
 
 
 @torch.no_grad()
@@ -172,20 +148,6 @@ def bits_per_char(
     }
 
 
-def window_fragments(
-    corpus, mode: str, length: int, *, longest: int, tokens: int, segment: int, windows: int
-) -> np.ndarray:
-    """The fragment of validation text (:attr:`posenc.data.CharCorpus.val_fragments`) that
-    holds each scored window's last scored character, in window order, for the windows
-    :func:`bits_per_char` scores in ``mode`` at ``length`` (``longest``: the longest length
-    evaluated, where mode b's windows end): the clusters the intervals resample."""
-    if mode == "segment":
-        last = segment_window_ends(len(corpus.val), longest, segment, windows)
-    else:
-        last = all_token_windows(len(corpus.val), length, tokens) + length
-    return corpus.fragment_of(last.numpy())
-
-
 def evaluate_lm(
     model: nn.Module,
     val_tokens: Tensor,
@@ -222,12 +184,7 @@ def evaluate_lm(
             "this model's encoding has no RoPE module"
         )
     methods: list[str | None] = [None, *extensions]
-    common = {
-        "tokens_scored": tokens,
-        "segment": segment,
-        "batch_tokens": batch_tokens,
-        "device": device,
-    }
+    common = _scoring(tokens, segment, batch_tokens, device)
     rows = []
     for method in methods:
         for m, length in zip(multipliers, lengths):
@@ -283,16 +240,22 @@ def gap_rows(
     ``method``: the train/validation gap of another state of the model (an earlier snapshot),
     paired window by window with the final model's."""
     model.eval()
-    common = {
+    common = _scoring(tokens, segment, batch_tokens, device)
+    return [
+        _split_row(model, text, split, method, train_len, randomized, common)
+        for split, text in (("val", val_tokens), ("train", train_tokens))
+    ]
+
+
+def _scoring(tokens: int, segment: int, batch_tokens: int, device: torch.device) -> dict[str, Any]:
+    """The arguments of :func:`bits_per_char` that every row of one model shares, so that
+    :func:`gap_rows` scores exactly as :func:`evaluate_lm` does."""
+    return {
         "tokens_scored": tokens,
         "segment": segment,
         "batch_tokens": batch_tokens,
         "device": device,
     }
-    return [
-        _split_row(model, text, split, method, train_len, randomized, common)
-        for split, text in (("val", val_tokens), ("train", train_tokens))
-    ]
 
 
 def _split_row(model, text, split, method, train_len, randomized, common) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from posenc.encodings import PositionOutOfRange
-from posenc.evaluate import all_token_windows
+from posenc.eval_windows import all_token_windows
 from posenc.model import observing, query_temperature
 from posenc.temperature import logn
 
