@@ -164,6 +164,16 @@ def _satterthwaite(parts: list[tuple[float, float]]) -> float | None:
     return sum(v for v, _ in parts) ** 2 / sum(v * v / d for v, d in parts)
 
 
+def seeds_by_units(values: Any) -> np.ndarray:
+    """``values`` as a float (n_seeds, n_units) array, a row per model and a column per unit
+    that every model scored: the shape both :class:`Design` and :class:`posenc.stats.Bootstrap`
+    take their means of; anything else is a ValueError."""
+    values = np.asarray(values, dtype=float)
+    if values.ndim != 2 or values.size == 0:
+        raise ValueError(f"values must be a non-empty (seeds, units) array, got {values.shape}")
+    return values
+
+
 class Design:
     """How units fall in fragments: ``clusters`` maps a unit set's name (``units_of``) to each
     unit's fragment label; a unit set not named has each unit its own fragment (independent
@@ -197,9 +207,7 @@ class Design:
         """The mean over seeds (rows) of the mean over units (columns) of ``values``, an
         (n_seeds, n_units) array; ``seed_ids`` name the rows (default 0..S-1), so that the
         same models pair across calls."""
-        values = np.asarray(values, dtype=float)
-        if values.ndim != 2 or values.size == 0:
-            raise ValueError(f"values must be a non-empty (seeds, units) array, got {values.shape}")
+        values = seeds_by_units(values)
         n_seeds, n_units = values.shape
         seed_ids = list(range(n_seeds)) if seed_ids is None else list(seed_ids)
         grand = float(values.mean())

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from posenc.claims import interval
+from posenc.estimates import seeds_by_units
 
 
 @dataclass(frozen=True)
@@ -79,9 +80,7 @@ class Bootstrap:
     def mean(self, values: np.ndarray, seeds_of: Hashable, units_of: Hashable) -> Resampled:
         """The mean over seeds (rows) of the mean over units (columns) of ``values``, an
         (n_seeds, n_units) array, resampled at both levels."""
-        values = np.asarray(values, dtype=float)
-        if values.ndim != 2 or values.size == 0:
-            raise ValueError(f"values must be a non-empty (seeds, units) array, got {values.shape}")
+        values = seeds_by_units(values)
         n_seeds, n_units = values.shape
         seeds = self._indices(("seeds", seeds_of), n_seeds)  # (R, S)
         units = self._indices(("units", units_of), n_units)  # (R, U)
