@@ -2,7 +2,7 @@
 
 `python benchmarks/aliasing_scaling.py [--min-log2 16] [--max-log2 22] [--repeats 3]`
 
-Each L runs `analyses.aliasing.compute` with the default config's aliasing section (only the
+Each L runs `posenc.analyses.aliasing.compute` with the default config's aliasing section (only the
 largest length changed) in a fresh process, so its peak RSS is its own. Targets: time linear in
 L, peak memory flat once chunking starts.
 """
@@ -24,7 +24,7 @@ import json, resource, sys, time
 import torch, yaml
 sys.path.insert(0, {root!r})
 import logging
-from analyses.aliasing.compute import compute
+from posenc.analyses.aliasing.compute import compute
 from posenc.analysis import Context
 config = yaml.safe_load(open({config!r}))
 cfg = config["aliasing"]

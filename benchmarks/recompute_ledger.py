@@ -61,7 +61,7 @@ def recompute(run: Path, config: dict, keep: Path | None = None) -> list[dict]:
                     log=logging.getLogger(name),
                     config={k: config[k] for k in spec.uses if k in config},
                 )
-                compute = importlib.import_module(f"analyses.{name}.compute")
+                compute = importlib.import_module(f"posenc.analyses.{name}.compute")
                 m = compute.compute(ctx)
                 evidence = m.evidence
                 path = Path(keep or tempfile.mkdtemp()) / name / "metrics.json"

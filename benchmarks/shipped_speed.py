@@ -26,7 +26,7 @@ SECTION = """
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 start = time.perf_counter()
-from analyses.shipped.compute import compute
+from posenc.analyses.shipped.compute import compute
 from posenc.analysis import Context
 from posenc.cli import config_files, merged
 config = merged(config_files("default"))

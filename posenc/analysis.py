@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib.util
 import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -253,15 +252,35 @@ def placeholders_named(template: str) -> str:
 PARTS = ("spec", "compute", "present")
 
 
+class InstallError(RuntimeError):
+    """The ``posenc.analyses`` Python imports is not the checkout's ``analyses/`` folder."""
+
+
+def check_installed(root: str | Path) -> None:
+    """That ``posenc.analyses`` (the package the analyses' modules import each other through,
+    mapped from the top-level ``analyses/`` folder by ``pyproject.toml``) is ``root``'s own
+    ``analyses/``, as an editable install of that checkout makes it; else one
+    :class:`InstallError` saying how to install it. Without it a workflow would run another
+    copy's analysis code against this checkout's specs and digests."""
+    wanted = Path(root, "analyses").resolve()
+    try:
+        found = importlib.util.find_spec("posenc.analyses")
+    except ImportError:
+        found = None
+    folders = [Path(p).resolve() for p in (found and found.submodule_search_locations) or []]
+    if wanted not in folders:
+        where = ", ".join(map(str, folders)) or "nowhere"
+        raise InstallError(
+            f"posenc.analyses is imported from {where}, not from {wanted}: install this "
+            f"checkout with `pip install -e {Path(root).resolve()}` (or `make setup` there)"
+        )
+
+
 def load_spec(path: str | Path) -> AnalysisSpec:
     """The ``SPEC`` of one ``analyses/<id>/spec.py``, imported by file path: no package
-    import, nothing heavy."""
+    import, nothing heavy. A spec that imports its own folder's other torch-free modules (the
+    extrapolation section's claims.py) does so as ``posenc.analyses.<id>.<module>``."""
     path = Path(path)
-    # A spec may import its own folder's other torch-free modules (the extrapolation section's
-    # claims.py) as ``analyses.<id>.<module>``: the folder holding analyses/ is their root.
-    root = str(path.resolve().parents[2])
-    if root not in sys.path:
-        sys.path.append(root)
     module_spec = importlib.util.spec_from_file_location(f"posenc_spec_{path.parent.name}", path)
     module = importlib.util.module_from_spec(module_spec)
     module_spec.loader.exec_module(module)
@@ -272,6 +291,8 @@ def load_spec(path: str | Path) -> AnalysisSpec:
 
 
 def discover(root: str | Path) -> dict[str, AnalysisSpec]:
-    """Every ``analyses/<id>/spec.py`` under ``root``, by id."""
+    """Every ``analyses/<id>/spec.py`` under ``root``, by id; ``root`` must be the checkout
+    installed (:func:`check_installed`), as the specs import from ``posenc.analyses``."""
+    check_installed(root)
     specs = [load_spec(p) for p in sorted(Path(root, "analyses").glob("*/spec.py"))]
     return {spec.id: spec for spec in specs}

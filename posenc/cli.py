@@ -153,7 +153,7 @@ def card(args: argparse.Namespace) -> int:
 def model(args: argparse.Namespace) -> int:
     """``posenc model PATH ...``: each Hugging Face config.json (or a folder holding one) read with
     transformers' own config class, offline, and measured as the shipped section measures the
-    zoo (frequencies, precision per path, distinguishability, layout; ``analyses/shipped``).
+    zoo (frequencies, precision per path, distinguishability, layout; ``posenc.shipped``).
     Writes ``<out>/<name>/model.json`` and ``<out>/<name>/index.html`` and prints each page's
     path. Every file is read and measured before anything is written: bad input is one line
     naming the file and the key, and nothing is written."""
@@ -161,13 +161,10 @@ def model(args: argparse.Namespace) -> int:
 
     from jinja2 import Environment, FileSystemLoader, select_autoescape
 
-    if str(ROOT) not in sys.path:
-        sys.path.insert(0, str(ROOT))  # this checkout's analyses/
-    from analyses.shipped.compute import measure_settings
-    from analyses.shipped.model import measure
-    from analyses.shipped.precision import PATHS
-    from analyses.shipped.reading import ModelError, model_name, read_config_file
     from posenc.io import write_json
+    from posenc.shipped.model import measure, measure_settings
+    from posenc.shipped.precision import PATHS
+    from posenc.shipped.reading import ModelError, model_name, read_config_file
 
     cfg = merged(config_files("default"))["shipped"]
     settings = measure_settings(cfg, seed=0)
@@ -182,7 +179,7 @@ def model(args: argparse.Namespace) -> int:
     import transformers
 
     env = Environment(
-        loader=FileSystemLoader(str(ROOT / "analyses" / "shipped")),
+        loader=FileSystemLoader(str(Path(__file__).parent / "shipped")),
         autoescape=select_autoescape(("html", "j2")),
     )
     page = env.get_template("model.html.j2")

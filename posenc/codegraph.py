@@ -3,8 +3,9 @@
 Snakemake reruns a job when its params change, but it does not see the modules its script
 imports. So every rule's ``code`` param is :meth:`CodeGraph.digest` of the modules its entry
 points import, directly or transitively, that belong to the project (``posenc/``, the
-analyses' folders, ``workflow/scripts/`` and the script's own folder): a change there reruns
-the rule and re-keys the between-workflow cache, and a change elsewhere does not.
+analyses' folders as ``posenc.analyses``, ``workflow/scripts/`` and the script's own folder):
+a change there reruns the rule and re-keys the between-workflow cache, and a change elsewhere
+does not.
 
 Only a change of meaning counts. Each module is hashed as the canonical source of its syntax
 tree (``ast.unparse``) with comments, docstrings and bare string statements gone, so that a
@@ -359,9 +360,10 @@ class CodeGraph:
 
 def project_graph(root: Path | str, cache: Path | str | None = None) -> CodeGraph:
     """The graph of a workflow checkout at ``root``: ``posenc`` wherever Python imports it
-    from, ``analyses`` in the checkout."""
+    from, ``posenc.analyses`` in the checkout's ``analyses/`` (where ``pyproject.toml`` maps
+    it; the Snakefile checks that this is the installed one, ``posenc.analysis.discover``)."""
     root = Path(root)
-    packages = {"analyses": root / "analyses"}
+    packages = {"posenc.analyses": root / "analyses"}
     found = package_dir("posenc")
     if found is not None:
         packages["posenc"] = found

@@ -8,6 +8,9 @@
 * Nearest-neighbour decoding of vectors against a codebook produced chunk by chunk:
   :func:`nearest_neighbour_decode`.
 * Exact counting of the distinct rows of a table: :mod:`posenc.distinct`.
+* Positions where rounding errors are measured, sampled in every octave (both ends and
+  uniform draws): :func:`error_positions`, shared by the aliasing section and the shipped
+  models' precision scan (:mod:`posenc.shipped.precision`).
 
 Tables too large to hold are passed as a function ``rows_fn(index) -> (len(index), d)`` that
 computes the requested rows; every function here calls it on bounded chunks, so memory is
@@ -33,6 +36,17 @@ def chunks(n: int, chunk: int):
         raise ValueError(f"chunk must be positive, got {chunk}")
     for start in range(0, n, chunk):
         yield start, min(n, start + chunk)
+
+
+def error_positions(max_log2: int, per_octave: int, generator: torch.Generator) -> Tensor:
+    """Positions in every octave [2^e, 2^(e+1)), e < max_log2: both ends and ``per_octave``
+    uniform draws, sorted and unique. Shape (n,)."""
+    out = []
+    for e in range(max_log2):
+        lo, hi = 2**e, 2 ** (e + 1)
+        draws = torch.randint(lo, hi, (per_octave,), generator=generator)
+        out.append(torch.cat((torch.tensor([lo, hi - 1]), draws)))
+    return torch.cat(out).unique()
 
 
 def rotation_blocks(

@@ -22,6 +22,7 @@ import yaml
 # A commit as the record names it: git's short form.
 SHA = re.compile(r"[0-9a-f]{7}")
 # Keys under these roots name code constants by module path; every other key is a config path.
+# A key under analyses names a file of the analyses/ folder, whose package is posenc.analyses.
 CODE_ROOTS = ("analyses", "posenc")
 # The only reason a row may have no commit: its key is new in uncommitted work.
 NEW_KEY_NOTE = "fixed in this change, before any run of it"
@@ -143,6 +144,8 @@ def current_value(key: str, config: dict) -> Any:
     if key.split(".", 1)[0] not in CODE_ROOTS:
         return config_value(config, key)
     module, _, name = key.rpartition(".")
+    if module.split(".", 1)[0] == "analyses":
+        module = f"posenc.{module}"
     try:
         return getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as err:

@@ -8,13 +8,12 @@ import pytest
 import torch
 import yaml
 
-from analyses.aliasing import present
-from analyses.aliasing.compute import compute
-from analyses.aliasing.distinct import count_distinct, decode_accuracy
-from analyses.aliasing.errors import error_positions
-from analyses.aliasing.exact import exact_min_distances
-from analyses.aliasing.spec import SPEC, check_lengths
-from analyses.aliasing.tables import AngleTable, Variant, angle_tables, learned_tables
+from posenc.analyses.aliasing import present
+from posenc.analyses.aliasing.compute import compute
+from posenc.analyses.aliasing.distinct import count_distinct, decode_accuracy
+from posenc.analyses.aliasing.exact import exact_min_distances
+from posenc.analyses.aliasing.spec import SPEC, check_lengths
+from posenc.analyses.aliasing.tables import AngleTable, Variant, angle_tables, learned_tables
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
@@ -26,6 +25,7 @@ from posenc.encodings import (
     apply_rope,
     inverse_frequencies,
 )
+from posenc.numerics import error_positions
 from posenc.rounding import first_overflowing_integer, significand_bits
 
 TINY = yaml.safe_load(

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 from fake_report import two_sections
 
-from analyses.aliasing.spec import SPEC as ALIASING
 from posenc import card, cli
+from posenc.analyses.aliasing.spec import SPEC as ALIASING
 from posenc.analysis import CardColumn
 from posenc.encodings import REGISTRY, EncodingSpec, PositionalEncoding
 from posenc.io import save_figure, write_json

@@ -513,7 +513,7 @@ def test_the_referees_counterexample_through_the_studys_own_claim():
     both ways."""
     import yaml
 
-    from analyses.extrapolation.claims import CLAIMS
+    from posenc.analyses.extrapolation.claims import CLAIMS
 
     claim = next(c for c in CLAIMS if c.id == "extrapolation.logn_lowers_long_loss")
     with open("config/config.yaml") as f:

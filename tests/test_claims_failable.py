@@ -19,8 +19,8 @@ import pytest
 import yaml
 from workflow_utils import ROOT
 
-from analyses.extrapolation.evidence import CHOOSING_HALF, JUDGING_HALF, evidence
-from analyses.extrapolation.scores import Scores
+from posenc.analyses.extrapolation.evidence import CHOOSING_HALF, JUDGING_HALF, evidence
+from posenc.analyses.extrapolation.scores import Scores
 from posenc.analysis import discover
 from posenc.claims import evaluate, interval, section_thresholds
 from posenc.estimates import Design

@@ -305,7 +305,8 @@ def entry_points() -> dict[str, list[str]]:
 
 # Run in a fresh interpreter: import the third-party libraries once, then for each rule fork,
 # run its entry points as Snakemake would (a script by path, with its folder first on
-# sys.path; an analysis part by its module name) and list the project modules loaded.
+# sys.path; an analysis part by its module name, posenc.analyses.<id>.<part>) and list the
+# project modules loaded.
 PROBE = """
 import importlib, json, os, runpy, sys
 from pathlib import Path
@@ -318,11 +319,11 @@ for rule, paths in entries.items():
     r, w = os.pipe()
     if os.fork() == 0:
         os.close(r)
-        sys.path[:0] = [str(Path(paths[0]).parent), root]
+        sys.path.insert(0, str(Path(paths[0]).parent))
         for p in paths:
             if "/analyses/" in p and not p.endswith(("finetune.py", "evaluate.py")):
                 rel = Path(p).resolve().relative_to(Path(root).resolve()).with_suffix("")
-                importlib.import_module(".".join(rel.parts))
+                importlib.import_module(".".join(["posenc", *rel.parts]))
             else:
                 runpy.run_path(p, run_name="posenc_probe")
         files = sorted({str(Path(m.__file__).resolve()) for m in list(sys.modules.values())
@@ -361,6 +362,20 @@ def test_every_module_a_rule_loads_when_it_runs_is_in_its_digest():
         static = {str(m.path.resolve()) for m in g.closure(paths)}
         assert loaded[rule], rule
         assert set(loaded[rule]) <= static, (rule, sorted(set(loaded[rule]) - static))
+
+
+def test_an_analysis_rule_covers_its_folder_as_posenc_analyses():
+    """The checkout's graph maps posenc.analyses to analyses/: an analysis' parts and the
+    modules of its folder they import by absolute name are in its rule's digest, named as
+    Python imports them."""
+    from posenc.analysis import PARTS
+
+    roots = [ROOT / "workflow/scripts/analysis.py"]
+    roots += [ROOT / "analyses/conformance" / f"{part}.py" for part in PARTS]
+    modules = codegraph.project_graph(ROOT).digest(roots)["modules"]
+    assert "posenc.analyses.conformance.compute" in modules
+    assert "posenc.analyses.conformance.libraries" in modules  # imported by compute.py
+    assert not any(m.startswith("analyses") for m in modules)
 
 
 def test_one_graph_gives_each_root_set_the_digest_a_fresh_graph_gives(project):

@@ -14,10 +14,10 @@ import torch
 import yaml
 from workflow_utils import copy_workflow, snakemake
 
-from analyses.complexity import compute as cx
-from analyses.complexity import evidence, fits, memory, present, resample, timing, workloads
-from analyses.complexity.spec import SPEC, check_lengths
-from analyses.complexity.workloads import ATTENTION
+from posenc.analyses.complexity import compute as cx
+from posenc.analyses.complexity import evidence, fits, memory, present, resample, timing, workloads
+from posenc.analyses.complexity.spec import SPEC, check_lengths
+from posenc.analyses.complexity.workloads import ATTENTION
 from posenc.analysis import Context, Measurements
 from posenc.claims import evaluate, interval
 from posenc.encodings import (

@@ -14,9 +14,9 @@ import pytest
 import torch
 import yaml
 
-from analyses.conformance import compute as conformance
-from analyses.conformance import present, reference, rope, traps
-from analyses.conformance.libraries import (
+from posenc.analyses.conformance import compute as conformance
+from posenc.analyses.conformance import present, reference, rope, traps
+from posenc.analyses.conformance.libraries import (
     HALF,
     INTERLEAVED,
     LIBRARIES,
@@ -25,7 +25,7 @@ from analyses.conformance.libraries import (
     paper_alibi_slopes,
     paper_t5_bucket,
 )
-from analyses.conformance.spec import SPEC, TRAPS, check_config
+from posenc.analyses.conformance.spec import SPEC, TRAPS, check_config
 from posenc.analysis import Context
 from posenc.claims import check_ledger, evaluate
 from posenc.encodings import apply_rope

@@ -151,7 +151,7 @@ def validate(config):
 
 
 def test_the_config_accepts_the_library_and_a_file_but_no_missing_file(tmp_path):
-    from analyses.extrapolation.spec import inputs
+    from posenc.analyses.extrapolation.spec import inputs
 
     config = merged({"extrapolation": {"corpus": corpora.STDLIB}})
     validate(config)
@@ -171,7 +171,7 @@ def test_the_config_accepts_the_library_and_a_file_but_no_missing_file(tmp_path)
 
 
 def test_the_summary_says_how_the_library_was_split_and_how_often_it_was_read():
-    from analyses.extrapolation.compute import file_split
+    from posenc.analyses.extrapolation.compute import file_split
 
     corpus = {"files": 732, "val_files": 73, "val_characters": 1_302_815, "python": "3.11.7"}
     corpus |= {"characters": 12_078_331, "train_characters": 10_775_516, "seq_len": 512}

@@ -74,7 +74,7 @@ def test_the_interleaved_split_is_fair_where_the_contiguous_one_is_not():
     validation text about as well as held-out training text when the split interleaves blocks,
     but not when validation is the contiguous tail (the alphabetical end of the pydoc topics).
     Held-out training text is cut from the training split the same way validation was."""
-    from analyses.extrapolation.compute import ngram_baselines
+    from posenc.analyses.extrapolation.compute import ngram_baselines
     from posenc.data import validation_blocks
 
     def split(ids, interleaved, block=4096, fraction=0.1):

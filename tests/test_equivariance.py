@@ -8,8 +8,8 @@ import pytest
 import torch
 import yaml
 
-from analyses.equivariance import compute as eq
-from analyses.equivariance.spec import SPEC
+from posenc.analyses.equivariance import compute as eq
+from posenc.analyses.equivariance.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import PLACES, REGISTRY
@@ -109,7 +109,7 @@ def test_permutation_error_against_permutation_matrices(encoding, causal):
             P[torch.arange(5), perm] = 1.0  # (P X)[i] = X[perm[i]]
             want = (stack(P @ x) - P @ y).abs().max() / y.abs().max()
             assert err == pytest.approx(want.item(), rel=1e-9, abs=1e-15)
-    if encoding == "none" and not causal:
+    if not REGISTRY[encoding].positional and not causal:
         assert max(got) < 64 * torch.finfo(torch.float64).eps
     else:
         assert min(got) > 1e-4
@@ -119,7 +119,8 @@ def test_shift_errors_against_direct_calls():
     cfg = tiny_cfg()
     x = torch.randn(1, 5, 8, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
     positions = torch.arange(5)
-    for encoding, invariant in (("rope", True), ("t5_bias", True), ("sinusoidal", False)):
+    for encoding in ALL:
+        invariant = REGISTRY[encoding].relative  # scores depend on p - q only
         stack = eq.build_stack(eq.Case(encoding, True, 2, "float64", 0), cfg, ENCODING_CFG, CPU)
         got = eq.shift_errors(stack, x, [7])[0]
         with torch.no_grad():
@@ -199,7 +200,8 @@ def test_claims_fail_on_broken_measurements():
 
 
 def test_claims_not_applicable_without_nope():
-    _, claims = run(tiny_cfg(n_perms=1, dtypes=["float64"]), ["rope"])
+    relative = next(e for e in ALL if REGISTRY[e].positional and REGISTRY[e].relative)
+    _, claims = run(tiny_cfg(n_perms=1, dtypes=["float64"]), [relative])
     verdicts = {c["id"]: c["verdict"] for c in claims}
     assert verdicts["equivariance.no_pe_bidirectional"] == "n/a"
     assert verdicts["equivariance.causal_breaks"] == "n/a"
@@ -266,7 +268,7 @@ def test_figure_bars_leave_out_the_reversal_and_mark_it_apart():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analyses.equivariance import present
+    from posenc.analyses.equivariance import present
 
     common = {"encoding": "e", "dtype": "float64", "n_layers": 1}
     rows = [

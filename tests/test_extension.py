@@ -18,9 +18,9 @@ import pytest
 import torch
 import yaml
 
-from analyses.extension import compute, stages
-from analyses.extension.longrope import published_profile
-from analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
+from posenc.analyses.extension import compute, stages
+from posenc.analyses.extension.longrope import published_profile
+from posenc.analyses.extension.spec import CONTROL, SPEC, check_config, check_registry
 from posenc.claims import evaluate, interval, section_thresholds
 from posenc.data import lm_batches, load_corpus
 from posenc.encodings import REGISTRY
@@ -486,7 +486,7 @@ def test_a_fine_tune_beats_zero_shot_yarn_only_beyond_the_controls_gain():
 def test_the_control_is_in_the_finetune_table_and_figure():
     import matplotlib.pyplot
 
-    from analyses.extension import present
+    from posenc.analyses.extension import present
 
     m, _ = hand_made()
     columns, rows = present.table_finetune(m, None)
@@ -650,7 +650,7 @@ def test_the_stretch_claims_decide_from_the_numbers_and_each_encoding_that_learn
     _, claims = hand_made(alibi_margin=(-0.2, -0.3, -0.1), llama4_gain=-0.05)
     assert claims["llama4_temperature_lowers_long_loss"]["verdict"] == "fail"
     # The table: one row per encoding and arm, LongRoPE only where the frequencies rescale.
-    from analyses.extension.present import table_stretch
+    from posenc.analyses.extension.present import table_stretch
 
     _, rows = table_stretch(m, None)
     assert [r[:2] for r in rows] == [

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analyses.extension.spec import SPEC
+from posenc.analyses.extension.spec import SPEC
 from posenc.claims import evaluate, interval, section_thresholds
 
 ROOT = Path(__file__).resolve().parents[1]

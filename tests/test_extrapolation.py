@@ -10,8 +10,8 @@ import torch
 import yaml
 from workflow_utils import ROOT, copy_workflow, snakemake
 
-from analyses.extrapolation import compute, present
-from analyses.extrapolation.spec import SPEC
+from posenc.analyses.extrapolation import compute, present
+from posenc.analyses.extrapolation.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import REGISTRY, EncodingSpec, InputEncoding, encodings

@@ -8,7 +8,7 @@ import time
 
 import pytest
 import torch
-from workflow_utils import SNAKEMAKE, copy_workflow, snakemake
+from workflow_utils import SNAKEMAKE, copy_workflow, env_for, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -40,6 +40,7 @@ def test_sigkill_then_rerun_equals_uninterrupted(tmp_path):
     proc = subprocess.Popen(
         [SNAKEMAKE, *ARGS, "--", f"{MODEL}/model.pt"],
         cwd=killed,
+        env=env_for(killed),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyses.extrapolation.mechanism import mechanism
+from posenc.analyses.extrapolation.mechanism import mechanism
 from posenc.stats import Bootstrap
 
 LAYERS = 2

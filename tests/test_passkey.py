@@ -12,7 +12,7 @@ import pytest
 import torch
 from configs import merged
 
-from analyses.extrapolation.spec import check_config
+from posenc.analyses.extrapolation.spec import check_config
 from posenc.data import IGNORE, PasskeyTask
 
 

@@ -22,7 +22,7 @@ SPECS = discover(ROOT)
 
 @pytest.mark.parametrize("aid", list(SPECS))
 def test_every_figure_is_drawn_under_the_theme(aid):
-    present = importlib.import_module(f"analyses.{aid}.present")
+    present = importlib.import_module(f"posenc.analyses.{aid}.present")
     unthemed = [
         f"figure_{fid}"
         for fid in SPECS[aid].figures

@@ -10,8 +10,8 @@ import pytest
 import torch
 import yaml
 
-from analyses.extrapolation import compute
-from analyses.extrapolation.spec import SPEC, check_registry
+from posenc.analyses.extrapolation import compute
+from posenc.analyses.extrapolation.spec import SPEC, check_registry
 from posenc.claims import evaluate
 from posenc.data import PasskeyTask, RandomizedPositions, lm_batches
 from posenc.evaluate import evaluate_lm, evaluate_passkey

@@ -19,12 +19,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from workflow_utils import snakemake
+from workflow_utils import snakemake, with_package
 
 from posenc import codegraph
 
 ROOT = Path(__file__).resolve().parents[1]
-POSENC = codegraph.package_dir("posenc")
 DRY = ("-n", "--configfile", "config/test.yaml")
 EDIT = "\n_posenc_test_edit = 1  # a change of meaning\n"
 
@@ -32,9 +31,7 @@ EDIT = "\n_posenc_test_edit = 1  # a change of meaning\n"
 def copy_run(test_run: Path, dest: Path) -> Path:
     """A copy of the finished run (``cp -a``, as a user would) with its own ``posenc``."""
     subprocess.run(["cp", "-a", str(test_run), str(dest)], check=True)
-    if not (dest / "posenc").is_dir():
-        shutil.copytree(POSENC, dest / "posenc", ignore=shutil.ignore_patterns("__pycache__"))
-    return dest
+    return with_package(dest)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +41,7 @@ def copy(test_run, tmp_path_factory) -> Path:
 
 def dry_run(folder: Path) -> dict[str, list[str]]:
     """Each rule the dry-run plans, with the reasons of its jobs."""
-    proc = snakemake(folder, *DRY, env={"PYTHONPATH": str(folder)})
+    proc = snakemake(folder, *DRY)  # its own posenc: PYTHONPATH=folder
     if "Nothing to be done" in proc.stdout:
         return {}
     planned: dict[str, list[str]] = defaultdict(list)
@@ -94,7 +91,7 @@ def test_the_run_records_what_each_rule_digest_covers(copy):
     assert "posenc.evaluate" in codes["extrapolation_evaluate"]["modules"]
     # The fine-tunes do not import the evaluation code (scoring.py apart from stages.py).
     assert "posenc.evaluate" not in codes["extension_finetune"]["modules"]
-    assert "analyses.conformance.libraries" in codes["conformance"]["modules"]
+    assert "posenc.analyses.conformance.libraries" in codes["conformance"]["modules"]
     # Every analysis runs the claims evaluator.
     for name in ("aliasing", "complexity", "conformance", "equivariance", "rotation"):
         assert "posenc.claims" in codes[name]["modules"], name
@@ -102,7 +99,8 @@ def test_the_run_records_what_each_rule_digest_covers(copy):
 
 def test_a_change_of_meaning_plans_exactly_the_rules_that_import_it(copy, tmp_path):
     codes = digests(copy)
-    graph = codegraph.CodeGraph({"posenc": copy / "posenc", "analyses": copy / "analyses"}, copy)
+    packages = {"posenc": copy / "posenc", "posenc.analyses": copy / "analyses"}
+    graph = codegraph.CodeGraph(packages, copy)
     groups: dict[frozenset, list[Path]] = defaultdict(list)
     for path in project_files(copy):
         name = label(graph, path)

@@ -11,13 +11,13 @@ import pytest
 import torch
 import yaml
 
-from analyses.rotation import present
-from analyses.rotation.compute import compute
-from analyses.rotation.encodings import groups
-from analyses.rotation.hand_trace import hand_trace
-from analyses.rotation.scores import qk_scores, score_shifts
-from analyses.rotation.spec import SPEC, check_hand_trace, check_linear_map
-from analyses.rotation.tables import (
+from posenc.analyses.rotation import present
+from posenc.analyses.rotation.compute import compute
+from posenc.analyses.rotation.encodings import groups
+from posenc.analyses.rotation.hand_trace import hand_trace
+from posenc.analyses.rotation.scores import qk_scores, score_shifts
+from posenc.analyses.rotation.spec import SPEC, check_hand_trace, check_linear_map
+from posenc.analyses.rotation.tables import (
     blocks_from_row,
     identity_errors,
     linear_offset_maps,

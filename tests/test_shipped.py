@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from analyses.shipped import formula
-from analyses.shipped.frequencies import LayerType, layer_types, posenc_frequencies, ulps
-from analyses.shipped.precision import distinguishability, path_angles, precision_rows
-from analyses.shipped.reading import build_config, rotary_class
+from posenc.shipped import formula
+from posenc.shipped.frequencies import LayerType, layer_types, posenc_frequencies, ulps
+from posenc.shipped.precision import distinguishability, path_angles, precision_rows
+from posenc.shipped.reading import build_config, rotary_class
 
 ZOO = Path(__file__).resolve().parents[1] / "posenc" / "zoo"
 AGREE_ULPS = 16  # config.yaml shipped.thresholds.agree_ulps
@@ -204,7 +204,7 @@ def test_llama31_figures_of_the_issue():
 def test_the_config_names_zoo_models_and_editing_one_reruns_the_section(tmp_path, monkeypatch):
     """A model the zoo does not hold stops the run naming the key; the rule's ``data`` param
     holds a digest of each zoo file it reads, so an edit reruns it and a moved run does not."""
-    from analyses.shipped import spec
+    from posenc.analyses.shipped import spec
 
     cfg = {"models": ["llama-3.1-8b", "no-such-model"], "window": 8, "exact_max_positions": 64}
     (problem,) = spec.check_config({"shipped": cfg})

@@ -16,10 +16,10 @@ import pytest
 import torch
 from torch import nn
 
-from analyses.similarity import compute as sm
-from analyses.similarity import kernels, long_term_decay, present, properties, sinusoidal
-from analyses.similarity import spec as similarity_spec
-from analyses.similarity.spec import SPEC
+from posenc.analyses.similarity import compute as sm
+from posenc.analyses.similarity import kernels, long_term_decay, present, properties, sinusoidal
+from posenc.analyses.similarity import spec as similarity_spec
+from posenc.analyses.similarity.spec import SPEC
 from posenc.analysis import Context
 from posenc.claims import evaluate
 from posenc.encodings import (
@@ -744,7 +744,7 @@ def _config():
 def test_inputs_are_the_trained_lms_of_learned_encodings(monkeypatch):
     """Selected by the registry's ``learned`` metadata, every seed, at the paths the
     extrapolation study trains its LMs to (their training logs sit beside them)."""
-    from analyses.extrapolation.spec import SPEC as EXTRAPOLATION
+    from posenc.analyses.extrapolation.spec import SPEC as EXTRAPOLATION
 
     meta = {name: spec.metadata() for name, spec in REGISTRY.items()}
     monkeypatch.setattr(similarity_spec.registry, "metadata", lambda plugins, root: meta)

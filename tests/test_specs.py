@@ -15,7 +15,14 @@ from configs import PLUGIN, load, merged
 from workflow_utils import ROOT
 
 from posenc import encoding_metadata
-from posenc.analysis import AnalysisSpec, Table, discover
+from posenc.analysis import (
+    AnalysisSpec,
+    InstallError,
+    Table,
+    check_installed,
+    discover,
+    load_spec,
+)
 from posenc.claims import Check, Claim, section_thresholds
 from posenc.encodings import REGISTRY
 from posenc.plugins import PluginError
@@ -58,8 +65,8 @@ def test_folder_has_its_files(spec):
 
 @each_spec
 def test_present_has_a_function_per_figure_and_table(spec):
-    present = importlib.import_module(f"analyses.{spec.id}.present")
-    compute = importlib.import_module(f"analyses.{spec.id}.compute")
+    present = importlib.import_module(f"posenc.analyses.{spec.id}.present")
+    compute = importlib.import_module(f"posenc.analyses.{spec.id}.compute")
     assert callable(getattr(compute, "compute", None)), f"analyses/{spec.id}/compute.py: compute"
     wanted = [f"figure_{f}" for f in spec.figures] + [f"table_{t}" for t in spec.tables]
     missing = [name for name in wanted if not callable(getattr(present, name, None))]
@@ -121,14 +128,22 @@ def test_spec_rejects_inconsistent_declarations():
     AnalysisSpec(id="a", title="A", tables={"t": Table("T", csv="rows")}, csvs=("rows",))
 
 
-def test_discover_checks_the_id_against_the_folder(tmp_path):
+def test_a_spec_is_checked_against_its_folder(tmp_path):
     folder = tmp_path / "analyses" / "mine"
     folder.mkdir(parents=True)
     (folder / "spec.py").write_text(
         "from posenc.analysis import AnalysisSpec\nSPEC = AnalysisSpec(id='yours', title='T')\n"
     )
     with pytest.raises(ValueError, match="SPEC.id is 'yours', its folder 'mine'"):
+        load_spec(folder / "spec.py")
+
+
+def test_discover_refuses_a_checkout_that_is_not_the_one_installed(tmp_path):
+    # Its specs and jobs would import posenc.analyses from the installed checkout, not its own.
+    (tmp_path / "analyses" / "mine").mkdir(parents=True)
+    with pytest.raises(InstallError, match=r"not from .*analyses: install this checkout"):
         discover(tmp_path)
+    check_installed(ROOT)  # the checkout the tests run from is the one installed
 
 
 # ----------------------------------------------------------------------------- registry metadata

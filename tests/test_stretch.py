@@ -10,8 +10,9 @@ import pytest
 import torch
 from test_extension import corpus_meta
 
-from analyses.extension import stretch
-from analyses.extension.longrope import longrope_params, placed_factors, published_profile
+from posenc.analyses.extension import stretch
+from posenc.analyses.extension.longrope import longrope_params, placed_factors, published_profile
+from posenc.encodings import REGISTRY
 from posenc.temperature import llama4, logn, temperature
 from posenc.train import build_model
 
@@ -70,20 +71,24 @@ SETTINGS = {
 }
 
 
-@pytest.mark.parametrize("encoding", ["rope", "alibi"])
+# Every registered encoding, plugins included: LongRoPE is an arm of those whose spec declares
+# rescalable frequencies. Heads of 16, so that every encoding's defaults fit (partial RoPE's
+# quarter of a head is two pairs).
+@pytest.mark.parametrize("encoding", list(REGISTRY))
 def test_every_arm_is_the_plain_model_where_it_must_be(tmp_path, encoding):
     meta, vocab = corpus_meta(tmp_path)
     torch.manual_seed(0)
-    model = build_model(vocab, {"d_model": 16, "n_heads": 2, "n_layers": 2}, encoding)
+    model = build_model(vocab, {"d_model": 32, "n_heads": 2, "n_layers": 2}, encoding)
     rows = stretch.stretch(model, meta, SETTINGS, CPU)
     by = {(r["method"], r["multiplier"]): r for r in rows}
-    arms = ["plain", "logn", "llama4", *(["longrope"] if encoding == "rope" else [])]
+    rescalable = REGISTRY[encoding].rescalable
+    arms = ["plain", "logn", "llama4", *(["longrope"] if rescalable else [])]
     assert list(dict.fromkeys(r["method"] for r in rows)) == arms
     plain = by[("plain", 1)]["window_bits"]
     # At L_train log-n and LongRoPE (short factors 1, attention factor 1) are the plain model;
     # Llama 4's first step is at the L_train-th key, the last position of a window there.
     assert by[("logn", 1)]["window_bits"] == plain
-    if encoding == "rope":
+    if rescalable:
         assert by[("longrope", 1)]["window_bits"] == plain
         assert by[("longrope", 2)]["scale"] == 2
     assert by[("llama4", 1)]["window_bits"] != plain

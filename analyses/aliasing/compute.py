@@ -29,11 +29,12 @@ import torch
 
 from posenc.analysis import Context, Measurements
 from posenc.device import dtype_from_name
+from posenc.numerics import error_positions
 from posenc.rounding import first_overflowing_integer, significand_bits
 from posenc.workflow import Timer
 
 from .distinct import count_distinct, decode_accuracy
-from .errors import angle_and_encoding_errors, error_positions, fp32_angle_fits
+from .errors import angle_and_encoding_errors, fp32_angle_fits
 from .evidence import FLOAT16, evidence
 from .exact import exact_min_distances, lengths_grid, neighbours_closest_from
 from .rows import _find as _find  # present.py reads it from here

@@ -13,17 +13,6 @@ from .rows import _find
 from .tables import AngleTable, Variant
 
 
-def error_positions(max_log2: int, per_octave: int, generator: torch.Generator) -> Tensor:
-    """Positions in every octave [2^e, 2^(e+1)), e < max_log2: both ends and ``per_octave``
-    uniform draws, sorted and unique. Shape (n,)."""
-    out = []
-    for e in range(max_log2):
-        lo, hi = 2**e, 2 ** (e + 1)
-        draws = torch.randint(lo, hi, (per_octave,), generator=generator)
-        out.append(torch.cat((torch.tensor([lo, hi - 1]), draws)))
-    return torch.cat(out).unique()
-
-
 def angle_and_encoding_errors(
     tables: dict[str, AngleTable], variants: list[Variant], positions: Tensor, device
 ) -> list[dict]:

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from analyses.conformance.libraries import Library, paper_alibi_slopes, paper_t5_bucket
-from analyses.conformance.reference import EPS32, EPS64, missing
+from posenc.analyses.conformance.libraries import Library, paper_alibi_slopes, paper_t5_bucket
+from posenc.analyses.conformance.reference import EPS32, EPS64, missing
 
 
 def alibi_conformance(cfg: dict, libraries: tuple[Library, ...]) -> list[dict]:

@@ -38,14 +38,14 @@ import importlib.metadata
 
 import torch
 
-from analyses.conformance.biases import alibi_conformance, t5_conformance
-from analyses.conformance.evidence import evidence, ratchet
-from analyses.conformance.libraries import LIBRARIES, Library
-from analyses.conformance.reference import EPS32
-from analyses.conformance.rope import rope_conformance
-from analyses.conformance.scaling import scaling_conformance
-from analyses.conformance.sinusoidal import sinusoidal_conformance
-from analyses.conformance.traps import PATHS, TRAPS, trap_measurements
+from posenc.analyses.conformance.biases import alibi_conformance, t5_conformance
+from posenc.analyses.conformance.evidence import evidence, ratchet
+from posenc.analyses.conformance.libraries import LIBRARIES, Library
+from posenc.analyses.conformance.reference import EPS32
+from posenc.analyses.conformance.rope import rope_conformance
+from posenc.analyses.conformance.scaling import scaling_conformance
+from posenc.analyses.conformance.sinusoidal import sinusoidal_conformance
+from posenc.analyses.conformance.traps import PATHS, TRAPS, trap_measurements
 from posenc.analysis import Context, Measurements
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyses.conformance.traps import TRAPS
+from posenc.analyses.conformance.traps import TRAPS
 
 
 def _measured(rows: list[dict]) -> list[dict]:

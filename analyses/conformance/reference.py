@@ -9,7 +9,7 @@ import math
 import torch
 from torch import Tensor
 
-from analyses.conformance.libraries import HALF
+from posenc.analyses.conformance.libraries import HALF
 
 EPS32 = torch.finfo(torch.float32).eps
 EPS64 = torch.finfo(torch.float64).eps

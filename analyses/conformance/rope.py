@@ -9,8 +9,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from analyses.conformance.libraries import Library
-from analyses.conformance.reference import (
+from posenc.analyses.conformance.libraries import Library
+from posenc.analyses.conformance.reference import (
     EPS32,
     EPS64,
     from_layout,

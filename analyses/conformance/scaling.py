@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from analyses.conformance.libraries import TRANSFORMERS_METHODS, Library
-from analyses.conformance.reference import EPS32, missing
+from posenc.analyses.conformance.libraries import TRANSFORMERS_METHODS, Library
+from posenc.analyses.conformance.reference import EPS32, missing
 from posenc.rope_scaling import scaled_rope
 
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import torch
 
-from analyses.conformance.libraries import Library
-from analyses.conformance.reference import (
+from posenc.analyses.conformance.libraries import Library
+from posenc.analyses.conformance.reference import (
     EPS32,
     inverse_frequencies,
     missing,

@@ -11,8 +11,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from analyses.conformance.libraries import Library
-from analyses.conformance.reference import (
+from posenc.analyses.conformance.libraries import Library
+from posenc.analyses.conformance.reference import (
     from_layout,
     missing,
     reference_angles,

@@ -2,20 +2,16 @@
 fine-tune's snapshots (``scoring``), or any trained LM with the stretches that apply to it
 (``stretch``: query temperature, LongRoPE); this script only unpacks ``snakemake``."""
 
-import sys
 from pathlib import Path
 
 import torch
 
 from posenc import plugins
+from posenc.analyses.extension import scoring, stages, stretch
 from posenc.device import device_name, resolve_device
 from posenc.io import write_json
 from posenc.train import load_checkpoint
 from posenc.workflow import setup
-
-# The workflow's own analyses package (three folders up), not an installed copy.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from analyses.extension import scoring, stages, stretch  # noqa: E402
 
 
 def main(snakemake):

@@ -1,20 +1,16 @@
 """Fine-tune one trained RoPE-family LM with one context-extension method at one scale
 (``stages.finetune``); this script only unpacks ``snakemake`` and writes the outputs."""
 
-import sys
 from pathlib import Path
 
 import torch
 
 from posenc import plugins
+from posenc.analyses.extension import stages
 from posenc.device import device_name, resolve_device
 from posenc.io import atomic_path, write_json
 from posenc.train import RUN_RECORD, fingerprint, finish_resume, load_checkpoint
 from posenc.workflow import setup
-
-# The workflow's own analyses package (three folders up), not an installed copy.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from analyses.extension import stages  # noqa: E402
 
 
 def main(snakemake):

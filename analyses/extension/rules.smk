@@ -8,7 +8,7 @@
 # A third evaluation stretches every trained LM zero-shot with what applies to it whatever its
 # encoding: query temperature, and LongRoPE where its frequencies are rescalable.
 from posenc import paths, ruleset
-from analyses.extension.longrope import published_profile
+from posenc.analyses.extension.longrope import published_profile
 
 EXT = config["extension"]
 EXT_ARMS = [*EXT["methods"], "plain"]
@@ -16,7 +16,8 @@ EXT_LM = config["extrapolation"]["lm"]
 EXT_RESOURCES = config["extrapolation"]["resources"]
 # The extrapolation section's trained LMs (its rules.smk), by encoding and seed.
 EXT_BASE_MODEL = expand(paths.XP_MODEL, task="lm", allow_missing=True)[0]
-# The stage scripts sit beside this file and import its stages.py as a sibling module.
+# The stage scripts sit beside this file and import its stages.py as
+# posenc.analyses.extension.stages.
 FINETUNE_SCRIPT = "finetune.py"
 EXT_EVALUATE_SCRIPT = "evaluate.py"
 # Both evaluation rules run that script: one digest of its code.

@@ -38,8 +38,8 @@ interpolate between a few snapshots; here the snapshots are the resolution, and 
 reach the control at the same snapshot are not told apart (the claim fails: sooner is not
 shown)."""
 
-from analyses.extension.longrope import published_profile
 from posenc import paths
+from posenc.analyses.extension.longrope import published_profile
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.claims import Check, Claim
 from posenc.rope_scaling import METHODS

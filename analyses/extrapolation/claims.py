@@ -3,8 +3,8 @@ beat a trigram, the passkey seeds it averages learned the task) and its threshol
 length claims of the literature are generated from one table. The spec (``spec.py``) lists
 them; ``compute.py`` measures the evidence they read."""
 
-from analyses.extrapolation.literature import LENGTH_CLAIMS
-from analyses.extrapolation.preconditions import (
+from posenc.analyses.extrapolation.literature import LENGTH_CLAIMS
+from posenc.analyses.extrapolation.preconditions import (
     BEATS_TRIGRAM,
     FIRE_JUDGED_AT,
     beats_trigram,

@@ -9,7 +9,7 @@ collapsed at every length past L_train the claim is inconclusive, naming the col
 
 from typing import NamedTuple
 
-from analyses.extrapolation.preconditions import (
+from posenc.analyses.extrapolation.preconditions import (
     T5_TRAIN_RATIO,
     beats_trigram,
     not_collapsed,

@@ -5,9 +5,9 @@ aggregate, which reads every model's evaluation and training log."""
 
 from pathlib import Path
 
-from analyses.extrapolation.claims import CLAIMS
-from analyses.extrapolation.preconditions import FIRE_JUDGED_AT, T5_TRAIN_RATIO
 from posenc import paths, variants
+from posenc.analyses.extrapolation.claims import CLAIMS
+from posenc.analyses.extrapolation.preconditions import FIRE_JUDGED_AT, T5_TRAIN_RATIO
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.corpora import corpus_file
 

@@ -32,11 +32,11 @@ import itertools
 import torch
 from torch import Tensor
 
-from analyses.rotation.encodings import groups as measured
-from analyses.rotation.evidence import evidence, summarise
-from analyses.rotation.hand_trace import hand_trace
-from analyses.rotation.scores import score_shifts
-from analyses.rotation.tables import identity_errors, linear_offset_maps
+from posenc.analyses.rotation.encodings import groups as measured
+from posenc.analyses.rotation.evidence import evidence, summarise
+from posenc.analyses.rotation.hand_trace import hand_trace
+from posenc.analyses.rotation.scores import score_shifts
+from posenc.analyses.rotation.tables import identity_errors, linear_offset_maps
 from posenc.analysis import Context, Measurements
 from posenc.device import dtype_from_name
 from posenc.encodings import build, override

@@ -5,7 +5,7 @@ from typing import Any
 
 import torch
 
-from analyses.rotation.hand_trace import printed_rounding
+from posenc.analyses.rotation.hand_trace import printed_rounding
 from posenc.analysis import Context
 from posenc.device import dtype_from_name
 from posenc.encodings import REGISTRY

@@ -1,5 +1,5 @@
 """Shipped configs: every zoo model's positional code as transformers builds it, with no weights
-(:mod:`analyses.shipped.model` measures one model; this gathers the zoo into rows and evidence).
+(:mod:`posenc.shipped.model` measures one model; this gathers the zoo into rows and evidence).
 
 This module measures; the claims (spec.py) judge.
 """
@@ -8,22 +8,11 @@ from __future__ import annotations
 
 import json
 
-from analyses.shipped.model import measure
-from analyses.shipped.precision import PATHS
-from analyses.shipped.spec import zoo_files
+from posenc.analyses.shipped.spec import zoo_files
 from posenc.analysis import Context, Measurements
+from posenc.shipped.model import measure, measure_settings
+from posenc.shipped.precision import PATHS
 from posenc.workflow import Timer
-
-
-def measure_settings(cfg: dict, seed: int) -> dict:
-    return {
-        "per_octave": cfg["per_octave"],
-        "seed": seed,
-        "angle_rad": cfg["thresholds"]["angle_rad"],
-        "exact_max_positions": cfg["exact_max_positions"],
-        "window": cfg["window"],
-        "t5_max_relative": cfg["t5_max_relative"],
-    }
 
 
 def _worst(values):

@@ -9,9 +9,9 @@ from typing import Any
 
 import numpy as np
 
-from analyses.shipped import formula
-from analyses.shipped.reading import POSENC_METHOD, ModelError, rotary_class
 from posenc.rope_scaling import rope_inv_freq, scaled_rope
+from posenc.shipped import formula
+from posenc.shipped.reading import POSENC_METHOD, ModelError, rotary_class
 
 
 @dataclass

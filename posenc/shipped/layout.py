@@ -9,8 +9,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from analyses.shipped import formula
-from analyses.shipped.frequencies import LayerType, ulps
+from posenc.shipped import formula
+from posenc.shipped.frequencies import LayerType, ulps
 
 
 def layout(config, entry: dict, lts: list[LayerType], context: int, t5_max: int) -> dict:

@@ -20,16 +20,16 @@ from typing import Any
 
 import numpy as np
 
-from analyses.shipped import formula
-from analyses.shipped.frequencies import LayerType, layer_types, spectrum, ulps
-from analyses.shipped.layout import discontinuities, layout
-from analyses.shipped.precision import (
+from posenc.shipped import formula
+from posenc.shipped.frequencies import LayerType, layer_types, spectrum, ulps
+from posenc.shipped.layout import discontinuities, layout
+from posenc.shipped.precision import (
     distinguishability,
     first_past,
     precision_rows,
     sample_positions,
 )
-from analyses.shipped.reading import ModelError, build_config
+from posenc.shipped.reading import ModelError, build_config
 
 
 def at_context(config, lt: LayerType, context: int) -> tuple[np.ndarray, np.ndarray]:
@@ -45,6 +45,18 @@ def at_context(config, lt: LayerType, context: int) -> tuple[np.ndarray, np.ndar
     text = config.get_text_config()
     tf_long = ROPE_INIT_FUNCTIONS["longrope"](text, None, seq_len=lt.original + 1)[0]
     return np.array(omega), tf_long.double().numpy()
+
+
+def measure_settings(cfg: dict, seed: int) -> dict:
+    """What :func:`measure` reads, from the ``shipped`` section's config block."""
+    return {
+        "per_octave": cfg["per_octave"],
+        "seed": seed,
+        "angle_rad": cfg["thresholds"]["angle_rad"],
+        "exact_max_positions": cfg["exact_max_positions"],
+        "window": cfg["window"],
+        "t5_max_relative": cfg["t5_max_relative"],
+    }
 
 
 def measure(entry: dict, name: str, cfg: dict, where: str | None = None) -> dict:

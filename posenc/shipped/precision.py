@@ -10,6 +10,7 @@ import numpy as np
 import torch
 
 from posenc.distinct import distinct_rows_many
+from posenc.numerics import error_positions
 
 # The precision paths: how the angles (or the stored cos/sin) depart from float32.
 PATHS = {
@@ -24,8 +25,6 @@ def sample_positions(context: int, per_octave: int, seed: int) -> torch.Tensor:
     """Positions in every octave [2^e, 2^(e+1)) below the context: both ends and
     ``per_octave`` uniform draws (the aliasing section's sampling), plus 0 and context − 1.
     Shape (n,), int64, sorted."""
-    from analyses.aliasing.errors import error_positions
-
     generator = torch.Generator().manual_seed(seed)
     octaves = max(1, math.ceil(math.log2(context)))
     p = error_positions(octaves, per_octave, generator)

@@ -6,22 +6,26 @@ spec has timed figures or tables, and claims.json, all written atomically.
 """
 
 import importlib
-import sys
 from pathlib import Path
 from typing import Any
 
 from posenc import plugins
-from posenc.analysis import AnalysisSpec, Context, Measurements, fill, load_spec
+from posenc.analysis import (
+    AnalysisSpec,
+    Context,
+    Measurements,
+    check_installed,
+    fill,
+    load_spec,
+)
 from posenc.claims import evaluate, section_thresholds
 from posenc.device import device_name, resolve_device
 from posenc.io import save_figure, write_csv, write_json
 from posenc.workflow import Timer, setup
 
 
-def _module(root: str, name: str, part: str):
-    if root not in sys.path:
-        sys.path.insert(0, root)  # the workflow's own analyses/, not an installed copy
-    return importlib.import_module(f"analyses.{name}.{part}")
+def _module(name: str, part: str):
+    return importlib.import_module(f"posenc.analyses.{name}.{part}")
 
 
 def _values(m: Measurements, ctx: Context) -> dict[str, Any]:
@@ -66,6 +70,7 @@ def main(snakemake) -> None:
     matplotlib.use("Agg")  # files only, never a window
     p, out = snakemake.params, snakemake.output
     plugins.load(p.plugins, p.root)
+    check_installed(p.root)  # the workflow's own analyses/, not another checkout's
     spec = load_spec(Path(p.root, "analyses", p.analysis, "spec.py"))  # its own spec only
     log = setup(snakemake, p.analysis)
     device = resolve_device(p.config.get("device", "cpu"))
@@ -80,13 +85,13 @@ def main(snakemake) -> None:
         log=log,
         config=dict(p.config),
     )
-    compute = _module(p.root, p.analysis, "compute")
+    compute = _module(p.analysis, "compute")
     with Timer() as timer:
         m = compute.compute(ctx)
     log.info("computed in %.1f s", timer.seconds)
     for rows in spec.csvs:
         write_csv(out[f"csv_{rows}"], m.rows[rows])
-    entries = present(spec, _module(p.root, p.analysis, "present"), m, ctx, out)
+    entries = present(spec, _module(p.analysis, "present"), m, ctx, out)
     # Its own thresholds, and by qualified name those of the sections it uses (spec.uses).
     shared = section_thresholds({**ctx.config, p.analysis: ctx.cfg}, p.analysis)
     cfg = {**ctx.cfg, "thresholds": shared}
