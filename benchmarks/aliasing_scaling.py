@@ -20,9 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
-import json, resource, sys, time
+import json, resource, time
 import torch, yaml
-sys.path.insert(0, {root!r})
 import logging
 from posenc.analyses.aliasing.compute import compute
 from posenc.analysis import Context
@@ -42,7 +41,7 @@ print(json.dumps({{"seconds": seconds, "peak_rss_mb": peak}}))
 
 
 def measure(log2: int, threads: int, config: Path) -> dict:
-    code = CHILD.format(root=str(ROOT), config=str(config), log2=log2, threads=threads)
+    code = CHILD.format(config=str(config), log2=log2, threads=threads)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 

@@ -20,7 +20,6 @@ import importlib
 import json
 import logging
 import os
-import sys
 import tempfile
 from pathlib import Path
 
@@ -39,8 +38,7 @@ def _cfg(config: dict, name: str) -> dict:
 
 
 def recompute(run: Path, config: dict, keep: Path | None = None) -> list[dict]:
-    specs = discover(ROOT)
-    sys.path.insert(0, str(ROOT))  # this checkout's analyses, not the run's
+    specs = discover(ROOT)  # this checkout's analyses (the installed one), not the run's
     ledger, metrics = [], {}
     cwd = os.getcwd()
     os.chdir(run)  # the specs' input paths are relative to the run's folder

@@ -23,8 +23,7 @@ SECTION_TARGET_S, MODEL_TARGET_S = 120.0, 30.0
 SCOUT = ROOT / "posenc" / "zoo" / "llama-4-scout-17b-16e-instruct.json"
 
 SECTION = """
-import json, resource, sys, time
-sys.path.insert(0, {root!r})
+import json, resource, time
 start = time.perf_counter()
 from posenc.analyses.shipped.compute import compute
 from posenc.analysis import Context
@@ -50,9 +49,7 @@ def main() -> None:
     args = parser.parse_args()
     prefix = ["taskset", "-c", ",".join(map(str, range(args.threads)))]
     with tempfile.TemporaryDirectory() as tmp:
-        wall, out = run(
-            [*prefix, sys.executable, "-c", SECTION.format(root=str(ROOT))], args.threads, ROOT
-        )
+        wall, out = run([*prefix, sys.executable, "-c", SECTION.format()], args.threads, ROOT)
         section = json.loads(out.strip().splitlines()[-1])
         print(
             f"shipped section, whole zoo ({section['models']} models): {wall:.1f} s wall "
