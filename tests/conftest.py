@@ -87,3 +87,21 @@ def pytest_unconfigure(config):
     line = reporter and summary_line(_skip_reasons(reporter))
     if line:
         reporter.write_line(line, yellow=True, bold=True)
+
+
+@pytest.fixture
+def toy_plugin():
+    """The toy encodings of toy_encodings.py (one of them with heads that differ) registered
+    as a plugin registers them, for one test, and removed after it; yields the module."""
+    import importlib
+    import sys
+
+    from posenc.encodings import REGISTRY
+
+    before = set(REGISTRY)
+    sys.modules.pop("toy_encodings", None)
+    module = importlib.import_module("toy_encodings")
+    yield module
+    for name in set(REGISTRY) - before:
+        REGISTRY.pop(name)
+    sys.modules.pop("toy_encodings", None)

@@ -549,6 +549,7 @@ def test_trained_kernel_is_the_naive_reference_on_the_pairs_a_causal_model_score
         "d_model": 16,
         "n_heads": 2,
         "causal": True,
+        "head_groups": (0, 1) if REGISTRY[encoding].acts_on == "bias" else (0, 0),
     }
     with torch.no_grad():
         K = kernels.scored_kernel(module, torch.arange(TRAIN_LEN), info["causal"])
@@ -747,7 +748,7 @@ def test_inputs_are_the_trained_lms_of_learned_encodings(monkeypatch):
     from posenc.analyses.extrapolation.spec import SPEC as EXTRAPOLATION
 
     meta = {name: spec.metadata() for name, spec in REGISTRY.items()}
-    monkeypatch.setattr(similarity_spec.registry, "metadata", lambda plugins, root: meta)
+    monkeypatch.setattr(similarity_spec.encoding_metadata, "metadata", lambda plugins, root: meta)
     config = _config()
     config["encodings"] = list(REGISTRY)
     config["extrapolation"]["lm"]["seeds"] = [0, 4]
@@ -775,3 +776,50 @@ def test_window_must_fit_the_trained_length():
     assert any(p.startswith("config key similarity.window ") for p in problems), problems
     config["extrapolation"]["lm"]["seq_len"] += 1
     assert not [p for check in SPEC.checks for p in check(config)]
+
+
+def test_an_encoding_whose_heads_differ_is_measured_head_by_head(toy_plugin):
+    """RoPE whose head h has base 10000·16^h: head 0 is RoPE, so a kernel read from one head
+    would equal RoPE's. Each group is measured, and the whole kernel averages them."""
+    n = 32
+    pos = torch.arange(n)
+    toy = build("toy_head_base", {}, d_model=64, n_heads=4, angle_dtype=torch.float64).double()
+    rope = build("rope", {}, d_model=64, n_heads=4, angle_dtype=torch.float64).double()
+    assert toy.groups == (0, 1, 2, 3)
+    torch.testing.assert_close(toy.kernel(pos, 0), rope.kernel(pos), rtol=0, atol=0)
+    for g in (1, 2, 3):
+        assert (toy.kernel(pos, g) - rope.kernel(pos)).abs().max() > 0.1, g
+    per_group = torch.stack([toy.kernel(pos, g) for g in toy.groups]).mean(0)
+    torch.testing.assert_close(toy.kernel(pos), per_group, rtol=0, atol=1e-12)
+
+    cfg = tiny_cfg(kernels={"n_positions": n, "d_model": 64, "n_heads": 4, "learned_init_std": 0.5})
+    m = sm.compute(context(cfg, encodings=["rope", "toy_head_base", "alibi"]))
+    by_head = {(r["encoding"], r["heads"]): r for r in m.rows["kernel_properties_by_head"]}
+    # Single-group RoPE has no per-head rows; the toy has one per head, ALiBi one per slope.
+    assert sorted(h for e, h in by_head if e == "toy_head_base") == ["0", "1", "2", "3"]
+    assert sorted(h for e, h in by_head if e == "alibi") == ["0", "1", "2", "3"]
+    assert not any(e == "rope" for e, _ in by_head)
+    whole = {r["encoding"]: r for r in m.rows["kernel_properties"]}
+    # Head 0 of the toy is RoPE; its slower heads order fewer offsets by distance.
+    rope = whole["rope"]["concordance"]
+    assert by_head["toy_head_base", "0"]["concordance"] == rope
+    assert by_head["toy_head_base", "3"]["concordance"] < rope
+    assert whole["toy_head_base"]["concordance"] != rope
+    # ALiBi: each head's kernel is exp(-m_h |p - q|); a steeper slope is a lower neighbour.
+    near = [by_head["alibi", str(h)]["concordance"] for h in range(4)]
+    assert all(c == 1.0 for c in near), near
+    # Su et al.'s bound is read per group of heads: the toy's four spectra give four bounds.
+    assert [e for e in m.evidence["rotary"] if e.startswith("toy_head_base")] == [
+        f"toy_head_base+heads {h}" for h in range(4)
+    ]
+    far = m.evidence["decay_far_ratio"]
+    assert far["toy_head_base+heads 0 d=64"] == far["rope d=64"]
+    assert far["toy_head_base+heads 3 d=64"] > far["rope d=64"]
+    columns, rows = present.table_properties_by_head(m, context(cfg))
+    assert [r[2] for r in rows if r[0] == "toy_head_base"] == [
+        "all (mean kernel)",
+        "0",
+        "1",
+        "2",
+        "3",
+    ]

@@ -59,6 +59,41 @@ def _matrix_rows(matrix: Tensor, row: str, col: str, value: str, **fixed) -> lis
     ]
 
 
+def _groups(module) -> tuple[int, ...]:
+    """The groups of an encoding whose heads differ (:meth:`PositionalEncoding.heads`); none
+    for one whose heads are alike, whose kernel is every head's."""
+    return module.groups if len(module.groups) > 1 else ()
+
+
+def _group_properties(row: dict, heads: tuple[int, ...], by_group: dict, window: int) -> list[dict]:
+    """Wang et al.'s properties of each group's kernel, labelled with the group's heads."""
+    return [
+        {
+            **row,
+            "group": g,
+            "heads": _heads_of(heads, g),
+            **kernel_properties(K, window),
+        }
+        for g, K in by_group.items()
+    ]
+
+
+def _rotary_groups(encoding: str, encoding_cfg: dict, d: int, n_heads: int) -> list[tuple]:
+    """(label, module, group arguments) for Su et al.'s bound at head width ``d``: the
+    encoding at one head when its heads are alike, else each group of ``n_heads`` heads,
+    labelled ``encoding+heads …`` (the frequencies differ by group; the bound reads one
+    spectrum)."""
+    wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads)
+    if len(wide.groups) == 1:
+        return [(encoding, build(encoding, encoding_cfg, d_model=d), ())]
+    heads = wide.heads(n_heads)
+    return [(f"{encoding}+heads {_heads_of(heads, g)}", wide, (g,)) for g in wide.groups]
+
+
+def _heads_of(heads: tuple[int, ...], group: int) -> str:
+    return " ".join(str(h) for h, of in enumerate(heads) if of == group)
+
+
 def compute(ctx: Context) -> Measurements:
     """Seed values, sweep profiles, every configured encoding's kernel and its properties
     (learned encodings as trained, with their random draws as a contrast), and the relative
@@ -70,7 +105,7 @@ def compute(ctx: Context) -> Measurements:
     offsets = [abs(j - sc["position"]) for j in sc["others"]]
     profile_rows, sweep_rows = sweep(cfg, offsets, device)
 
-    modules, kernels, properties = {}, [], []
+    modules, kernels, properties, by_head = {}, [], [], []
     for encoding in ctx.encodings:
         module = kernel_module(
             encoding,
@@ -82,8 +117,10 @@ def compute(ctx: Context) -> Measurements:
             ctx.seed,  # one seed for every encoding: a subset of encodings changes nothing
             device,
         )
+        positions = torch.arange(kc["n_positions"], device=device)
         with torch.no_grad():
-            K = module.kernel(torch.arange(kc["n_positions"], device=device))
+            K = module.kernel(positions)
+            by_group = {g: module.kernel(positions, g) for g in _groups(module)}
         learned = REGISTRY[encoding].learned
         row = {
             "encoding": encoding,
@@ -96,11 +133,13 @@ def compute(ctx: Context) -> Measurements:
         modules[encoding] = module
         kernels.append((row, K.cpu()))
         properties.append({**row, **kernel_properties(K, cfg["window"])})
+        heads = module.heads(module.params.n_heads)
+        by_head += _group_properties(row, heads, by_group, cfg["window"])
 
     trained = trained_kernels(
         ctx.inputs.get("trained_models", []), ctx.encodings, kc["n_positions"], device
     )
-    for info, K in trained:
+    for info, K, by_group in trained:
         row = {
             "encoding": info["encoding"],
             "source": TRAINED,
@@ -108,17 +147,21 @@ def compute(ctx: Context) -> Measurements:
         }
         kernels.append((row, K))
         properties.append({**row, **kernel_properties(K, cfg["window"])})
+        by_head += _group_properties(row, info["head_groups"], by_group, cfg["window"])
 
     # Su et al.'s bound reads the frequencies of a query/key transform that turns pairs: every
     # such encoding configured (planar rotations with waves), at each head width d (one head).
-    rotary = [e for e in modules if REGISTRY[e].planar_rotation and REGISTRY[e].waves]
     bounds = {}
-    for encoding in rotary:
-        for d in rc["dims"]:
-            module = build(encoding, ctx.encoding, d_model=d)
-            bounds[encoding, d] = relative_upper_bound(
-                module.frequencies(), rc["max_distance"], device, module.pair_decay
-            ).cpu()
+    for encoding in modules:
+        if REGISTRY[encoding].planar_rotation and REGISTRY[encoding].waves:
+            for d in rc["dims"]:
+                for label, module, group in _rotary_groups(
+                    encoding, ctx.encoding, d, kc["n_heads"]
+                ):
+                    bounds[label, d] = relative_upper_bound(
+                        module.frequencies(*group), rc["max_distance"], device, module.pair_decay
+                    ).cpu()
+    rotary = list(dict.fromkeys(label for label, _ in bounds))
     decay = {key: decay_summary(b) for key, b in bounds.items()}
 
     ladders = list(itertools.product(cfg["dims"], cfg["bases"]))
@@ -181,6 +224,7 @@ def compute(ctx: Context) -> Measurements:
     rows = {
         "offset_profiles": profile_rows,
         "kernel_properties": properties,
+        "kernel_properties_by_head": by_head,
         "rotary_upper_bound": [
             {"encoding": e, "d": d, "distance": r, "bound": v}
             for (e, d), b in bounds.items()

@@ -70,11 +70,14 @@ def load_trained(path: str, device: torch.device) -> tuple[PositionalEncoding, d
         "d_model": cfg.d_model,
         "n_heads": cfg.n_heads,
         "causal": cfg.causal,
+        "head_groups": module.heads(cfg.n_heads),
     }
     return module, info
 
 
-def scored_kernel(module: PositionalEncoding, positions: Tensor, causal: bool) -> Tensor:
+def scored_kernel(
+    module: PositionalEncoding, positions: Tensor, causal: bool, group: int | None = None
+) -> Tensor:
     """K(p, q) over the pairs a model scores: every pair under bidirectional attention; under
     causal attention only keys at or before the query (q <= p), NaN above the diagonal, where
     the model never looks. Shape (N, N).
@@ -83,13 +86,14 @@ def scored_kernel(module: PositionalEncoding, positions: Tensor, causal: bool) -
     the direction (T5's buckets: bidirectional attention spends half of them on later keys, so
     a causally trained table read bidirectionally is read at the wrong buckets), so a causal
     model's bias is read as the model reads it: causally, then as that kernel (exp of the bias,
-    averaged over heads)."""
-    K = module.kernel(positions)
+    averaged over heads, or over the heads of ``group``)."""
+    K = module.kernel(positions) if group is None else module.kernel(positions, group)
     if not causal:
         return K
     bias = module.score_bias(positions, positions, causal=True)  # (H, N, N) or None
     if bias is not None:
-        K = bias.double().exp().mean(dim=0)
+        heads = slice(None) if group is None else module.group_heads(group)
+        K = bias[heads].double().exp().mean(dim=0)
     later = torch.ones_like(K, dtype=torch.bool).triu(1)
     return K.masked_fill(later, math.nan)
 
@@ -97,16 +101,22 @@ def scored_kernel(module: PositionalEncoding, positions: Tensor, causal: bool) -
 def trained_kernels(
     paths: str | list[str], order: list[str], max_positions: int, device
 ) -> list[tuple[dict[str, Any], Tensor]]:
-    """(model info, scored kernel) of every trained checkpoint in ``paths``, by encoding (in
-    ``order``) and seed, over positions 0..min(max_positions, the model's trained length)-1: a
-    learned table has no row past its trained length."""
+    """(model info, scored kernel, {group: its heads' scored kernel}) of every trained
+    checkpoint in ``paths``, by encoding (in ``order``) and seed, over positions
+    0..min(max_positions, the model's trained length)-1: a learned table has no row past its
+    trained length. The groups are those of an encoding whose heads differ (empty otherwise)."""
     # Snakemake hands a named input of one file over as that file, not a list of one.
     paths = [paths] if isinstance(paths, str) else list(paths)
     out = []
     for path in paths:
         module, info = load_trained(path, device)
         n = min(max_positions, info["train_len"])
+        positions = torch.arange(n, device=device)
         with torch.no_grad():
-            K = scored_kernel(module, torch.arange(n, device=device), info["causal"])
-        out.append(({**info, "n_positions": n}, K.cpu()))
+            K = scored_kernel(module, positions, info["causal"])
+            by_group = {
+                g: scored_kernel(module, positions, info["causal"], g).cpu()
+                for g in (module.groups if len(module.groups) > 1 else ())
+            }
+        out.append(({**info, "n_positions": n}, K.cpu(), by_group))
     return sorted(out, key=lambda item: (order.index(item[0]["encoding"]), item[0]["seed"]))

@@ -234,6 +234,39 @@ def table_properties(m: Measurements, ctx: Context):
     return columns, rows
 
 
+def table_properties_by_head(m: Measurements, ctx: Context):
+    """For each encoding whose heads differ, its kernel over every head (the row of the
+    properties table) beside each group of heads' own kernel."""
+    columns = [
+        "encoding",
+        "kernel of",
+        "heads",
+        "monotone up to",
+        f"concordance ≤ {ctx.cfg['window']}",
+        "translation deviation",
+        "symmetry deviation",
+    ]
+    std = ctx.cfg["kernels"]["learned_init_std"]
+    cells: dict[tuple[str, str], dict[str, list[dict]]] = {}
+    for p in m.rows["kernel_properties_by_head"]:
+        cells.setdefault((p["encoding"], p["source"]), {}).setdefault(p["heads"], []).append(p)
+    rows = []
+    for (encoding, source), by_heads in sorted(cells.items(), key=lambda c: ORDER[c[0][1]]):
+        whole = [
+            p
+            for p in m.rows["kernel_properties"]
+            if (p["encoding"], p["source"]) == (encoding, source)
+        ]
+        for heads, group in [("all (mean kernel)", whole), *by_heads.items()]:
+            kernel_of = _kernel_of(source, [p["seed"] for p in group], std)
+            rows.append(
+                [encoding, kernel_of, heads, *(_cell([p[n] for p in group]) for n in PROPERTIES)]
+            )
+    if not rows:
+        rows = [["—", "no configured encoding's heads differ", "—", None, None, None, None]]
+    return columns, rows
+
+
 def table_long_term_decay(m: Measurements, ctx: Context):
     columns = ["encoding", "d", "bound at 0", "Spearman", "far max / at 0"]
     rows = [

@@ -7,7 +7,12 @@ import math
 import torch
 from torch import Tensor
 
-from posenc.encodings import PositionalEncoding, inverse_frequencies, sinusoidal_table
+from posenc.encodings import (
+    PositionalEncoding,
+    group_calls,
+    inverse_frequencies,
+    sinusoidal_table,
+)
 
 from .properties import concordance, monotone_range
 
@@ -23,10 +28,10 @@ def sinusoidal_profile(d: int, base: float, max_offset: int, device) -> tuple[Te
 
 def fastest_frequency(ladders: list[tuple[int, float]], modules: list[PositionalEncoding]) -> float:
     """omega_max over every frequency ladder (d, base) swept and every wave an encoding writes
-    positions into (:meth:`PositionalEncoding.frequencies`). omega_0 = base^0 = 1 on any
-    geometric ladder, so in practice this is 1."""
+    positions into (:meth:`PositionalEncoding.frequencies`, in each group of heads).
+    omega_0 = base^0 = 1 on any geometric ladder, so in practice this is 1."""
     waves = [inverse_frequencies(d, base) for d, base in ladders]
-    waves += [f for f in (m.frequencies() for m in modules) if f is not None]
+    waves += [f for m in modules for g in group_calls(m) if (f := m.frequencies(*g)) is not None]
     return max(w.max().item() for w in waves)
 
 

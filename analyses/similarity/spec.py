@@ -96,7 +96,12 @@ def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
 SPEC = AnalysisSpec(
     id="similarity",
     title="Similarity of positions",
-    csvs=("offset_profiles", "kernel_properties", "rotary_upper_bound"),
+    csvs=(
+        "offset_profiles",
+        "kernel_properties",
+        "kernel_properties_by_head",
+        "rotary_upper_bound",
+    ),
     inputs=inputs,
     figures={
         "seed_heatmap": Figure(
@@ -141,6 +146,13 @@ SPEC = AnalysisSpec(
             "contrast, drawn at random. Symmetry is undefined (—) where a causal model scores "
             "no pair both ways.",
             csv="kernel_properties",
+        ),
+        "properties_by_head": Table(
+            "The same properties head by head, for each encoding whose heads differ (a score "
+            "bias has a slope, a table or an output per head; an encoding may declare groups "
+            "of heads): its kernel averaged over every head, as in the table above, then each "
+            "group's own.",
+            csv="kernel_properties_by_head",
         ),
         "long_term_decay": Table(
             "Relative upper bound of each rotary encoding: its value at distance 0, its rank "

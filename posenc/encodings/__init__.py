@@ -60,6 +60,7 @@ from posenc.encodings.places import (
     NoPE,
     PositionalEncoding,
     QKEncoding,
+    group_calls,
     head_layout,
 )
 from posenc.encodings.registry import (
@@ -125,6 +126,7 @@ __all__ = [
     "encodings",
     "fire_bias",
     "fire_reference",
+    "group_calls",
     "head_layout",
     "inverse_frequencies",
     "kerple_log_bias",

@@ -159,6 +159,14 @@ def head_layout(encoding: PositionalEncoding, n_heads: int) -> tuple[int, ...]:
     return found
 
 
+def group_calls(encoding: PositionalEncoding) -> list[tuple[int, ...]]:
+    """The arguments that ask each group of ``encoding``'s heads for what it computes by
+    group (``kernel``, ``frequencies``, ``angle_table``): no argument when its heads are
+    alike, so that a subclass written before groups existed is called as it always was."""
+    groups = encoding.groups
+    return [()] if len(groups) == 1 else [(g,) for g in groups]
+
+
 class InputEncoding(PositionalEncoding):
     """Adds a vector per position to the token embedding (:meth:`input_encoding`)."""
 
