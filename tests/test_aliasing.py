@@ -9,6 +9,7 @@ import torch
 import yaml
 
 from posenc.analyses.aliasing import present
+from posenc.analyses.aliasing import spec as aliasing_spec
 from posenc.analyses.aliasing.compute import compute
 from posenc.analyses.aliasing.distinct import count_distinct, decode_accuracy
 from posenc.analyses.aliasing.exact import exact_min_distances
@@ -36,7 +37,8 @@ chunk_rows: 8192
 exact: {d_values: [4, 16], bases: [10000], check_len: 200}
 d_model: 16
 rope_head_dim: 16
-rope_base: 10000
+n_heads: 2
+bases: {rope: 10000}
 variants:
   - {angles: bfloat16, store: bfloat16}
   - {angles: float16, store: float16}
@@ -430,3 +432,29 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings):
     fig = present.figure_errors(m, ctx)
     labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
     assert waves in labels and turn in labels
+
+
+def test_an_encoding_whose_heads_differ_gives_a_table_per_group(toy_plugin):
+    """RoPE whose head h has base 10000·16^h: one table per group of heads, at each group's
+    own base (head 0 RoPE's), where one table read at head 0 would be RoPE's alone."""
+    found = angle_tables(TINY, ["rope", "toy_head_base"], {})
+    assert list(found) == ["rope", "toy_head_base+heads 0", "toy_head_base+heads 1"]
+    assert [t.base for t in found.values()] == [10000.0, 10000.0, 160000.0]
+    pos = torch.arange(0, 4096, 97)
+    rows = {name: t.exact_fn()(pos) for name, t in found.items()}
+    assert torch.equal(rows["toy_head_base+heads 0"], rows["rope"])
+    assert not torch.allclose(rows["toy_head_base+heads 1"], rows["rope"])
+    # A base named for the toy moves every group: head h at that base times 16^h.
+    moved = angle_tables({**TINY, "bases": {"toy_head_base": 500.0}}, ["toy_head_base"], {})
+    assert [t.base for t in moved.values()] == [500.0, 8000.0]
+
+
+def test_bases_may_name_only_an_encoding_with_a_base():
+    meta = {name: spec.metadata() for name, spec in REGISTRY.items()}
+    assert aliasing_spec.check_bases({"aliasing": {"bases": {"rope": 5e5}}}, meta) == []
+    config = {"aliasing": {"bases": {"alibi": 5e5, "ropee": 2.0}}}
+    problems = aliasing_spec.check_bases(config, meta)
+    assert [p.split(":")[0] for p in problems] == [
+        "config key aliasing.bases.alibi",
+        "config key aliasing.bases.ropee",
+    ]

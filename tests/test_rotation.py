@@ -12,6 +12,7 @@ import torch
 import yaml
 
 from posenc.analyses.rotation import present
+from posenc.analyses.rotation import scores as rotation_scores
 from posenc.analyses.rotation.compute import compute
 from posenc.analyses.rotation.encodings import groups
 from posenc.analyses.rotation.hand_trace import hand_trace
@@ -52,7 +53,7 @@ positions_per_octave: 2
 offsets: [1, 5]
 hand_trace: {d: 4, base: 10000, n_positions: 4, from_position: 1, offset: 1, decimals: 3,
              article_target: [0.909, -0.416, 0.020, 1.000], article_cos_sin: [0.540, 0.841]}
-qk: {head_dim: 8, n_vectors: 3, n_pairs: 3, window: 8, max_log2_shift: 10,
+qk: {head_dim: 8, n_heads: 2, n_vectors: 3, n_pairs: 3, window: 8, max_log2_shift: 10,
      naive_dtypes: [bfloat16]}
 linear_map: {offsets: [1, 3], n_train: 32, n_test: 16, train_span: 1.0, short_span: 0.0625,
              learned_len: 128}
@@ -515,3 +516,21 @@ def test_config_checks_name_the_key():
     assert any("rotation.hand_trace.from_position" in p for p in problems)
     assert any("rotation.hand_trace.article_target" in p for p in problems)
     assert any("rotation.linear_map.n_train" in p for p in problems)
+
+
+def test_an_encoding_whose_heads_differ_is_measured_group_by_group(toy_plugin):
+    """RoPE whose head h has base 10000·16^h: read at one head it would be RoPE. Each group's
+    first head is measured; head 0's rows are RoPE's to the bit, the others turn slower."""
+    rows = _shift_rows("toy_head_base", head_dim=16, n_vectors=8, n_pairs=8, window=16)
+    rope = _shift_rows("rope", head_dim=16, n_vectors=8, n_pairs=8, window=16)
+    assert sorted({r["heads"] for r in rows}) == ["0", "1"]  # TINY's two heads
+    head0 = [{**r, "encoding": "rope"} for r in rows if r.pop("heads") == "0"]
+    assert head0 == rope
+    careful = [r for r in rows if not r["naive"]]
+    assert max(r["deviation_over_tolerance"] for r in careful) <= 1.0
+    head1 = [r["max_deviation"] for r in rows[len(head0) :]]
+    assert head1 != [r["max_deviation"] for r in rope]
+    bases = rotation_scores.head_bases(
+        {**TINY["qk"], "head_dim": 16}, ["toy_head_base", "rope"], ENCODING
+    )
+    assert bases == {"toy_head_base": {"0": 10000.0, "1": 160000.0}}

@@ -27,12 +27,34 @@ def check_lengths(config: dict) -> list[str]:
     return problems
 
 
+def check_bases(config: dict, encodings: dict) -> list[str]:
+    """``aliasing.bases`` names encodings that have a base (registered, plugins included:
+    ``encodings`` is the registry's metadata)."""
+    ali = config.get("aliasing")
+    if not ali or not ali.get("bases"):
+        return []
+    return [
+        f"config key aliasing.bases.{name}: not an encoding with a base (those with one: "
+        f"{', '.join(e for e, m in encodings.items() if 'base' in _settings(m))})"
+        for name in ali["bases"]
+        if name not in encodings or "base" not in _settings(encodings[name])
+    ]
+
+
+def _settings(meta: dict) -> dict:
+    return (meta.get("params") or {}).get("properties", {})
+
+
 def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
     """Every encoding is built at the table width; one acting on queries and keys as one head
-    of ``rope_head_dim``."""
+    of ``rope_head_dim``, and among ``n_heads`` such heads (where its heads differ)."""
     cfg = config["aliasing"]
-    d, head = cfg["d_model"], cfg["rope_head_dim"]
-    return {f"aliasing.d_model = {d}": (d, 1), f"aliasing.rope_head_dim = {head}": (head, 1)}
+    d, head, h = cfg["d_model"], cfg["rope_head_dim"], cfg["n_heads"]
+    return {
+        f"aliasing.d_model = {d}": (d, 1),
+        f"aliasing.rope_head_dim = {head}": (head, 1),
+        f"aliasing.rope_head_dim = {head}, aliasing.n_heads = {h}": (head * h, h),
+    }
 
 
 SPEC = AnalysisSpec(
@@ -256,6 +278,7 @@ SPEC = AnalysisSpec(
     # with one thread against 180 s with two while other jobs held both cores).
     resources=Resources(threads=1, mem_mb=2000, runtime=15),
     checks=(check_lengths,),
+    registry_checks=(check_bases,),
     encoding_shapes=encoding_shapes,
     card=(
         CardColumn(

@@ -9,7 +9,15 @@ import torch
 from torch import Tensor
 
 from posenc.device import dtype_from_name
-from posenc.encodings import REGISTRY, PositionalEncoding, PositionOutOfRange, build, override
+from posenc.encodings import (
+    REGISTRY,
+    PositionalEncoding,
+    PositionOutOfRange,
+    build,
+    head_layout,
+    heads_label,
+    override,
+)
 from posenc.numerics import RowsFn
 
 
@@ -36,10 +44,11 @@ class AngleTable:
 
     encoding: str
     module: PositionalEncoding
+    group: tuple[int, ...] = ()  # the group of heads it is, where an encoding's heads differ
 
     @property
     def omega(self) -> Tensor:
-        return self.module.frequencies()  # (pairs,) float64
+        return self.module.frequencies(*self.group)  # (pairs,) float64
 
     @property
     def width(self) -> int:
@@ -65,7 +74,7 @@ class AngleTable:
         (sinusoidal: PE(p) = (sin pω_0, cos pω_0, ...), Vaswani et al. 2017; a rotation: its
         cos/sin table (cos pθ_0, ..., sin pθ_0, ...), Su et al. 2021)."""
         a, s = dtype_from_name(variant.angles), dtype_from_name(variant.store)
-        return lambda idx: self.module.angle_table(idx, a).to(s)
+        return lambda idx: self.module.angle_table(idx, a, *self.group).to(s)
 
     def exact_fn(self) -> RowsFn:
         return self.rows_fn(Variant("float64", "float64"))
@@ -76,8 +85,9 @@ def angle_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> dict[st
     config order, built with the encoding settings and this section's own.
 
     An input table is d_model wide; one that acts on queries and keys is one head of
-    rope_head_dim (its table is per head), with this section's rotary base where it has a base
-    (Llama 3's, say, beside the sinusoidal table's).
+    rope_head_dim (its table is per head), at the base ``bases`` names for it (Llama 3's, say,
+    beside the sinusoidal table's) or its own. An encoding whose heads differ is built with
+    ``n_heads`` heads and gives a table per group of heads, named ``encoding+heads …``.
     """
     tables = {}
     for name in encodings:
@@ -86,8 +96,17 @@ def angle_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> dict[st
             continue
         config, width = encoding_cfg, cfg["d_model"]
         if spec.acts_on == "qk":
-            config = override(encoding_cfg, name, base=cfg["rope_base"])
+            if name in cfg["bases"]:
+                config = override(encoding_cfg, name, base=cfg["bases"][name])
             width = cfg["rope_head_dim"]
+            heads = cfg["n_heads"]
+            wide = build(name, config, d_model=width * heads, n_heads=heads)
+            layout = head_layout(wide, heads)
+            if len(set(layout)) > 1:
+                for g in dict.fromkeys(layout):
+                    label = f"{name}+heads {heads_label(layout, g)}"
+                    tables[label] = AngleTable(label, wide, (g,))
+                continue
         module = build(name, config, d_model=width, max_len=cfg["learned_max_len"])
         tables[name] = AngleTable(name, module)
     return tables

@@ -35,7 +35,7 @@ from torch import Tensor
 from posenc.analyses.rotation.encodings import groups as measured
 from posenc.analyses.rotation.evidence import evidence, summarise
 from posenc.analyses.rotation.hand_trace import hand_trace
-from posenc.analyses.rotation.scores import score_shifts
+from posenc.analyses.rotation.scores import head_bases, score_shifts
 from posenc.analyses.rotation.tables import identity_errors, linear_offset_maps
 from posenc.analysis import Context, Measurements
 from posenc.device import dtype_from_name
@@ -98,6 +98,7 @@ def compute(ctx: Context) -> Measurements:
         device,
     )
     result = {
+        "head_bases": head_bases(cfg["qk"], groups["qk"], ctx.encoding),
         "identity": identity,
         "hand_trace": hand_trace(cfg["hand_trace"]),
         "score_shift": score_shift,

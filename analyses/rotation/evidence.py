@@ -129,9 +129,10 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
         "qk_head_dim": cfg["qk"]["head_dim"],
         "qk_n_vectors": cfg["qk"]["n_vectors"],
         "qk_n_pairs": cfg["qk"]["n_pairs"],
-        # The base of each transform that declares one, as the config sets it.
+        # The base of each transform that declares one, as the config sets it; of each group
+        # of heads where they differ, read off the heads' own frequencies.
         "qk_bases": {
-            e: settings["base"]
+            e: result["head_bases"].get(e, settings["base"])
             for e in groups["qk"]
             if "base" in (settings := REGISTRY[e].settings(ctx.encoding.get(e)))
         },

@@ -2,11 +2,13 @@
 for every encoding that transforms queries and keys, held to the rounding bound of
 :func:`posenc.rounding.shift_tolerance`."""
 
+import functools
+
 import torch
 from torch import Tensor
 
 from posenc.device import dtype_from_name
-from posenc.encodings import QKEncoding, build
+from posenc.encodings import QKEncoding, build, head_layout
 from posenc.rounding import (
     angle_dtype,
     pair_gains,
@@ -68,52 +70,127 @@ def score_shifts(
     cases += [(dt, dtype_from_name(dt)) for dt in cfg["naive_dtypes"]]
     rows = []
     for encoding in qk:
-        exact = build(encoding, encoding_cfg, d_model=d, angle_dtype=torch.float64).to(device)
-        pairs, omega = rotation_pairs(exact, d, device)
-        pairs, omega = pairs.to(device), omega.to(device)
-        # What the transform does besides turning pairs: scales them (the larger gain of the
-        # two position sets of each shift), or leaves coordinates as they are (at both ends).
-        untouched = untouched_pairs(exact, pairs, pq, pk) & untouched_pairs(
-            exact, pairs, pq + shifts[-1], pk + shifts[-1]
-        )
-        before, gains = pair_gains(exact, pairs, pq, pk), {}
-        for s in shifts:
-            after = pair_gains(exact, pairs, pq + s, pk + s)
-            gains[s] = (torch.maximum(before[0], after[0]), torch.maximum(before[1], after[1]))
-        for name, a in cases:
-            x = dtype_from_name(name)
-            module = build(encoding, encoding_cfg, d_model=d, angle_dtype=a).to(device)
-            reference = qk_scores(module, q, k, pq, pk, x)
-            for s in shifts:
-                shifted = qk_scores(module, q, k, pq + s, pk + s, x)
-                dev = (shifted - reference).abs() / norms  # (n, m)
-                tol = shift_tolerance(
-                    q,
-                    k,
-                    pairs,
-                    omega,
-                    (pq, pk, pq + s, pk + s),
-                    x,
-                    ulps,
-                    angle_ulps,
-                    gains[s],
-                    untouched,
+        for label, make in _views(encoding, encoding_cfg, d, cfg["n_heads"], device):
+            rows += [
+                {**row, **label}
+                for row in _shift_rows(
+                    encoding, make, d, cases, shifts, q, k, norms, pq, pk, ulps, angle_ulps, cfg
                 )
-                ratio = dev / tol
-                worst = ratio.argmax()
-                rows.append(
-                    {
-                        "encoding": encoding,
-                        "dtype": name,
-                        "angles": str(a).removeprefix("torch."),
-                        "bound_angles": str(angle_dtype(x)).removeprefix("torch."),
-                        "naive": a == x and x not in (torch.float32, torch.float64),
-                        "shift": s,
-                        "max_position": int(torch.maximum(pq, pk).max()) + s,
-                        "past_exact_integers": past_exact_integers(x, s, cfg["window"]),
-                        "max_deviation": dev.max().item(),
-                        "tolerance": tol.flatten()[worst].item(),
-                        "deviation_over_tolerance": ratio.flatten()[worst].item(),
-                    }
-                )
+            ]
     return rows
+
+
+class HeadView:
+    """One head of a query/key transform built with several, seen as a one-head transform:
+    vectors laid out (..., 1 head, L, Dh) are given to every head and the chosen head's
+    result is returned, so what reads a one-head transform reads that head."""
+
+    def __init__(self, module: QKEncoding, head: int):
+        self.module, self.head = module, head
+
+    def rotate(self, q: Tensor, k: Tensor, q_pos: Tensor, k_pos: Tensor):
+        n_heads = self.module.params.n_heads
+        widen = [-1] * q.dim()
+        widen[-3] = n_heads
+        rq, rk = self.module.rotate(q.expand(widen), k.expand(widen), q_pos, k_pos)
+        return rq[..., self.head : self.head + 1, :, :], rk[..., self.head : self.head + 1, :, :]
+
+
+def _views(encoding: str, encoding_cfg: dict, d: int, n_heads: int, device) -> list:
+    """({label columns}, angle dtype -> transform) of what is measured of ``encoding`` at head
+    width ``d``: the transform at one head when its heads are alike (as it always was), else
+    the first head of each group of ``n_heads`` heads, labelled by the group's heads."""
+
+    def one(a, head=None):
+        if head is None:
+            return build(encoding, encoding_cfg, d_model=d, angle_dtype=a).to(device)
+        wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads, angle_dtype=a)
+        return HeadView(wide.to(device), head)
+
+    layout = head_layout(
+        build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads), n_heads
+    )
+    if len(set(layout)) == 1:
+        return [({}, one)]
+    groups = dict.fromkeys(layout)
+    return [
+        (
+            {"heads": " ".join(str(h) for h, of in enumerate(layout) if of == g)},
+            functools.partial(one, head=layout.index(g)),
+        )
+        for g in groups
+    ]
+
+
+def _shift_rows(encoding, make, d, cases, shifts, q, k, norms, pq, pk, ulps, angle_ulps, cfg):
+    """The rows of :func:`score_shifts` for one transform, ``make(angle_dtype)``."""
+    rows = []
+    exact = make(torch.float64)
+    pairs, omega = rotation_pairs(exact, d, q.device)
+    pairs, omega = pairs.to(q.device), omega.to(q.device)
+    # What the transform does besides turning pairs: scales them (the larger gain of the
+    # two position sets of each shift), or leaves coordinates as they are (at both ends).
+    untouched = untouched_pairs(exact, pairs, pq, pk) & untouched_pairs(
+        exact, pairs, pq + shifts[-1], pk + shifts[-1]
+    )
+    before, gains = pair_gains(exact, pairs, pq, pk), {}
+    for s in shifts:
+        after = pair_gains(exact, pairs, pq + s, pk + s)
+        gains[s] = (torch.maximum(before[0], after[0]), torch.maximum(before[1], after[1]))
+    for name, a in cases:
+        x = dtype_from_name(name)
+        module = make(a)
+        reference = qk_scores(module, q, k, pq, pk, x)
+        for s in shifts:
+            shifted = qk_scores(module, q, k, pq + s, pk + s, x)
+            dev = (shifted - reference).abs() / norms  # (n, m)
+            tol = shift_tolerance(
+                q,
+                k,
+                pairs,
+                omega,
+                (pq, pk, pq + s, pk + s),
+                x,
+                ulps,
+                angle_ulps,
+                gains[s],
+                untouched,
+            )
+            ratio = dev / tol
+            worst = ratio.argmax()
+            rows.append(
+                {
+                    "encoding": encoding,
+                    "dtype": name,
+                    "angles": str(a).removeprefix("torch."),
+                    "bound_angles": str(angle_dtype(x)).removeprefix("torch."),
+                    "naive": a == x and x not in (torch.float32, torch.float64),
+                    "shift": s,
+                    "max_position": int(torch.maximum(pq, pk).max()) + s,
+                    "past_exact_integers": past_exact_integers(x, s, cfg["window"]),
+                    "max_deviation": dev.max().item(),
+                    "tolerance": tol.flatten()[worst].item(),
+                    "deviation_over_tolerance": ratio.flatten()[worst].item(),
+                }
+            )
+    return rows
+
+
+def head_bases(cfg: dict, qk: list[str], encoding_cfg: dict) -> dict[str, dict[str, float]]:
+    """{encoding: {heads: base}} for each transform whose heads differ, at head width
+    ``head_dim`` among ``n_heads``: b of ω_i = b^(-2i/d) read back from each group's first two
+    frequencies (ω_0 / ω_1 = b^(2/d)), to 12 digits (the round trip costs a few ulps)."""
+    d, n_heads, found = cfg["head_dim"], cfg["n_heads"], {}
+    for encoding in qk:
+        wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads)
+        layout = head_layout(wide, n_heads)
+        if len(set(layout)) == 1:
+            continue
+        for g in dict.fromkeys(layout):
+            omega = wide.frequencies(g)
+            if omega is None or omega.numel() < 2:
+                continue
+            heads = " ".join(str(h) for h, of in enumerate(layout) if of == g)
+            base = float(f"{(omega[0] / omega[1]).item() ** (omega.numel()):.12g}")
+            found.setdefault(encoding, {})[heads] = base
+    return found

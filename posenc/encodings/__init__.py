@@ -62,6 +62,7 @@ from posenc.encodings.places import (
     QKEncoding,
     group_calls,
     head_layout,
+    heads_label,
 )
 from posenc.encodings.registry import (
     REGISTRY,
@@ -128,6 +129,7 @@ __all__ = [
     "fire_reference",
     "group_calls",
     "head_layout",
+    "heads_label",
     "inverse_frequencies",
     "kerple_log_bias",
     "kerple_reference",

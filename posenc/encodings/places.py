@@ -159,6 +159,11 @@ def head_layout(encoding: PositionalEncoding, n_heads: int) -> tuple[int, ...]:
     return found
 
 
+def heads_label(layout: tuple[int, ...], group: int) -> str:
+    """The heads of ``group`` in a head layout (:func:`head_layout`), as a label: "1 3"."""
+    return " ".join(str(h) for h, of in enumerate(layout) if of == group)
+
+
 def group_calls(encoding: PositionalEncoding) -> list[tuple[int, ...]]:
     """The arguments that ask each group of ``encoding``'s heads for what it computes by
     group (``kernel``, ``frequencies``, ``angle_table``): no argument when its heads are
