@@ -70,3 +70,10 @@ rule all:
         rules.report.output.html,
         rules.report_pdf.output.pdf,
         rules.report.output.claims,
+
+
+# Everything but the PDF (its layout is the longest job of a small run): `snakemake html`.
+rule html:
+    input:
+        rules.report.output.html,
+        rules.report.output.claims,

@@ -32,10 +32,15 @@ def chromium() -> str:
     return require("chromium")
 
 
+HANG_MS = 600_000
+
+
 @pytest.fixture(scope="module")
 def browser(chromium):
     with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, headless=True, args=ARGS)
+        browser = p.chromium.launch(
+            executable_path=chromium, headless=True, args=ARGS, timeout=HANG_MS
+        )
         yield browser
         browser.close()
 
@@ -49,6 +54,9 @@ def open_report(browser, report: Path, **context_args):
     """A page showing the report, and what it did while loading: every request, console
     error and uncaught exception."""
     page = browser.new_page(**context_args)
+    # Playwright's 30 s default is a deadline: a full-page screenshot of a long report on a
+    # loaded machine takes longer without anything being wrong. Ten minutes only guards a hang.
+    page.set_default_timeout(HANG_MS)
     seen = {"requests": [], "console_errors": [], "page_errors": []}
     page.on("request", lambda r: seen["requests"].append(r.url))
     page.on("console", lambda m: m.type == "error" and seen["console_errors"].append(m.text))

@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from fake_report import two_sections
+from workflow_utils import run_watched
 
 from posenc import card, cli
 from posenc.analyses.aliasing.spec import SPEC as ALIASING
@@ -54,12 +55,8 @@ def bias_plugin(
 
 def run_card(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     """``posenc card`` as a user runs it, from ``tmp_path``."""
-    return subprocess.run(
-        [sys.executable, "-m", "posenc.cli", "card", *args, "--config", "test"],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=300,
+    return run_watched(
+        [sys.executable, "-m", "posenc.cli", "card", *args, "--config", "test"], cwd=tmp_path
     )
 
 

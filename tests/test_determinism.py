@@ -1,4 +1,5 @@
-"""Two runs of the test config on the CPU give byte-identical results.
+"""Two runs of the test config on the CPU give byte-identical results (the second one through
+SLURM where a cluster can start: one run serves both tests).
 
 Timings and provenance live in files of their own (the complexity section, whose numbers are
 timings; training-speed and benchmark files; the report page with its provenance block), so
@@ -8,7 +9,6 @@ everything else must match byte for byte.
 import json
 
 import pytest
-from workflow_utils import copy_workflow, snakemake
 
 pytestmark = pytest.mark.slow
 
@@ -45,9 +45,10 @@ def stable_ledger(run):
     return [c for c in ledger if c["section"] != "complexity"]
 
 
-def test_two_cpu_runs_are_byte_identical(test_run, tmp_path):
-    again = copy_workflow(tmp_path / "again")
-    snakemake(again, "--cores", "2", "--configfile", "config/test.yaml")
+def test_two_cpu_runs_are_byte_identical(test_run, second_run):
+    """The second run is independent (a fresh copy, trained again), and through SLURM where
+    the cluster can start: the same bytes either way."""
+    again = second_run["folder"]
     first, second = result_files(test_run), result_files(again)
     assert any(name.endswith("metrics.json") for name in first)
     assert set(first) == set(second)

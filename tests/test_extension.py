@@ -579,7 +579,7 @@ def test_changing_evaluation_never_fine_tunes_again(tmp_path):
     target = "results/extension/eval/finetune/rope/pi/s2/seed0.json"
     control = "results/extension/eval/finetune/rope/plain/s1/seed0.json"
     base = [target, control, "--cores", "1", "--configfile", "config/test.yaml"]
-    snakemake(work, *base, timeout=600)
+    snakemake(work, *base)
     assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
 
     # The control ran the methods' recipe, unscaled at s = 1, and is scored at L_train too.

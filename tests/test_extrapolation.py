@@ -712,7 +712,7 @@ def test_changing_evaluation_settings_never_retrains(tmp_path):
     work = copy_workflow(tmp_path / "wf")
     target = "results/extrapolation/eval/lm/rope/seed0.json"
     base = [target, "--cores", "1", "--configfile", "config/test.yaml"]
-    snakemake(work, *base, timeout=600)
+    snakemake(work, *base)
     assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
 
     def dry_run(name, override):

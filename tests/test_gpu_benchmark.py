@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from workflow_utils import ROOT
+from workflow_utils import ROOT, run_watched
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -25,12 +25,8 @@ GPU_SH = ROOT / "benchmarks" / "gpu.sh"
 
 
 def gpu_sh(*args: str, env: dict[str, str], check: bool = True) -> subprocess.CompletedProcess:
-    proc = subprocess.run(
-        ["bash", str(GPU_SH), *args],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={**os.environ, "PYTHON": sys.executable, **env},
+    proc = run_watched(
+        ["bash", str(GPU_SH), *args], env={**os.environ, "PYTHON": sys.executable, **env}
     )
     if check and proc.returncode != 0:
         raise AssertionError(f"gpu.sh {' '.join(args)}: exit {proc.returncode}\n{proc.stderr}")

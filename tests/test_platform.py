@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from workflow_utils import run_watched
 
 from posenc import cli
 from posenc.analysis import discover
@@ -24,12 +25,17 @@ pytestmark = pytest.mark.slow
 HERE = Path(__file__).parent
 ROOT = HERE.parent
 EXAMPLE = ROOT / "examples" / "alibi_learned_slopes.py"
-TOYS = ("toy_sinusoidal", "toy_rotary")
+TOYS = ("toy_sinusoidal", "toy_rotary", "toy_head_base")
 PLUGGED = (*TOYS, "alibi_learned")
 # Each plugin encoding's built-in of the same place of action: wherever an analysis measures
 # that one, it must measure the plugin's too (the aliasing analysis has nothing to say about a
 # score bias, built-in or not).
-COUNTERPART = {"toy_sinusoidal": "learned", "toy_rotary": "rope", "alibi_learned": "alibi"}
+COUNTERPART = {
+    "toy_sinusoidal": "learned",
+    "toy_rotary": "rope",
+    "toy_head_base": "rope",
+    "alibi_learned": "alibi",
+}
 BASELINES = ("rope", "alibi")
 
 
@@ -39,7 +45,7 @@ def toy_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("card") / "card"
     toys = out.parent / "toy_encodings.py"  # a copy: the last test edits it
     shutil.copy(HERE / "toy_encodings.py", toys)
-    proc = card(toys, out)
+    proc = card(toys, out, "html")  # all but the PDF, which test_pdf checks on the study's run
     assert proc.returncode == 0, proc.stderr[-6000:]
     # It prints the path of the report it wrote, and nothing else on stdout.
     assert proc.stdout.strip() == str(out / "results/report/index.html")
@@ -47,10 +53,10 @@ def toy_run(tmp_path_factory) -> Path:
 
 
 def card(toys: Path, out: Path, *snakemake_args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
+    return run_watched(
         [sys.executable, "-m", "posenc.cli", "card", str(toys), str(EXAMPLE), "--config", "test",
          "--against", *BASELINES, "--cores", "2", "--out", str(out), "--", *snakemake_args],
-        capture_output=True, text=True, timeout=1800, cwd=out.parent,
+        cwd=out.parent,
     )  # fmt: skip
 
 
@@ -135,3 +141,32 @@ def test_editing_a_plugin_retrains_its_models_and_no_others(toy_run):
     mine = [m for m in models.rglob("model.pt") if m.parts[-3].split("+")[0] in TOYS]
     assert retrained == len(mine) > 0
     assert len(mine) < len(list(models.rglob("model.pt")))
+
+
+def test_an_encoding_whose_heads_differ_is_measured_head_by_head(toy_run):
+    """toy_head_base is RoPE whose head h has base 10000·16^h, head 0 RoPE's: read at one head
+    it would equal RoPE everywhere. The similarity, rotation and aliasing sections measure each
+    group of its heads, and differ from RoPE's where its heads do."""
+    results = toy_run / "results"
+
+    def metrics(aid: str) -> dict:
+        return json.loads((results / aid / "metrics.json").read_text())
+
+    similarity = metrics("similarity")
+    decay = similarity["evidence"]["decay_far_ratio"]
+    toy = {k: v for k, v in decay.items() if k.startswith("toy_head_base+heads ")}
+    rope = [v for k, v in decay.items() if k.startswith("rope d=")]
+    assert len(toy) >= 2 and rope
+    assert min(toy.values()) == min(rope) < max(toy.values())
+    by_head = (results / "similarity" / "kernel_properties_by_head.csv").read_text()
+    assert by_head.count("toy_head_base,") >= 2
+
+    bases = metrics("rotation")["summary"]["qk_bases"]
+    assert bases["rope"] == 10000
+    assert len(set(bases["toy_head_base"].values())) == len(bases["toy_head_base"]) >= 2
+    assert min(bases["toy_head_base"].values()) == 10000
+
+    tables = {t["encoding"]: t["base"] for t in metrics("aliasing")["summary"]["tables"]}
+    toy_tables = {e: b for e, b in tables.items() if e.startswith("toy_head_base+heads ")}
+    assert len(set(toy_tables.values())) == len(toy_tables) >= 2
+    assert min(toy_tables.values()) == 10000  # its own base: aliasing.bases names RoPE's family

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from sysdeps import summary_line
+from workflow_utils import run_watched
 
 from posenc.sysdeps import DEPENDENCIES, install_command, missing
 
@@ -19,12 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def browser_test(**env: str) -> subprocess.CompletedProcess:
     clean = {k: v for k, v in os.environ.items() if k not in ("CI", "POSENC_STRICT")}
-    return subprocess.run(
+    return run_watched(
         [sys.executable, "-m", "pytest", "tests/test_browser.py", "-p", "no:cacheprovider"],
         cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
         env={**clean, "POSENC_CHROMIUM": "/nonexistent", **env},
     )
 

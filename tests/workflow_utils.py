@@ -6,6 +6,8 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -49,18 +51,53 @@ def env_for(workdir: Path, env=None) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": str(workdir), **(env or {})}
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, timeout: int = 1800, env=None):
-    """``snakemake`` in ``workdir`` (:func:`env_for`); returns the CompletedProcess
-    (stdout+stderr in .stdout)."""
-    proc = subprocess.run(
-        [SNAKEMAKE, *args],
-        cwd=workdir,
+# A command that prints nothing for this long is taken as hung. Never a deadline on the whole
+# run: a busy machine makes a run slower, not silent (Snakemake prints every job it starts and
+# ends, the training scripts their progress every few seconds).
+STALL_S = 1200
+
+
+def run_watched(command: list[str], stall: float = STALL_S, merge: bool = False, **kwargs):
+    """``subprocess.run(command, text=True)`` with its output captured, killed only when it
+    prints nothing on stdout or stderr for ``stall`` seconds (a hang, reported as an
+    AssertionError naming the command and its last output), however long it runs while it
+    makes progress. ``merge``: stderr into stdout, as ``stderr=STDOUT`` would."""
+    proc = subprocess.Popen(
+        command,
         stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
+        stderr=subprocess.STDOUT if merge else subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        env=env_for(workdir, env),
+        **kwargs,
     )
+    streams = {"stdout": proc.stdout} if merge else {"stdout": proc.stdout, "stderr": proc.stderr}
+    seen = {name: [] for name in streams}
+    last = [time.monotonic()]
+
+    def read(name, stream):
+        for line in stream:
+            seen[name].append(line)
+            last[0] = time.monotonic()
+
+    readers = [threading.Thread(target=read, args=item, daemon=True) for item in streams.items()]
+    for reader in readers:
+        reader.start()
+    while proc.poll() is None:
+        if time.monotonic() - last[0] > stall:
+            proc.kill()
+            proc.wait()
+            tail = "".join(seen["stdout"])[-3000:]
+            raise AssertionError(f"no output for {stall:.0f} s, taken as hung: {command}\n{tail}")
+        time.sleep(0.5)
+    for reader in readers:
+        reader.join()
+    out = {name: "".join(lines) for name, lines in seen.items()}
+    return subprocess.CompletedProcess(command, proc.returncode, out["stdout"], out.get("stderr"))
+
+
+def snakemake(workdir: Path, *args: str, check: bool = True, env=None):
+    """``snakemake`` in ``workdir`` (:func:`env_for`), guarded against a hang
+    (:func:`run_watched`); returns the CompletedProcess (stdout+stderr in .stdout)."""
+    proc = run_watched([SNAKEMAKE, *args], merge=True, cwd=workdir, env=env_for(workdir, env))
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-6000:]}")
     return proc
