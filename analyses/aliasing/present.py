@@ -124,30 +124,39 @@ def figure_spectra(m: Measurements, ctx: Context):
     return fig
 
 
-@themed
-def figure_distinct(m: Measurements, ctx: Context):
-    """Distinct fraction against L, one panel per table, one line per variant."""
+def _curves_by_table(m: Measurements, rows: str, y: str, ylabel: str, axis: dict, line: dict):
+    """``y`` of ``m.rows[rows]`` against L, one panel per table, one line per variant (styled
+    by :func:`_variant_styles`, with ``line`` on top); ``axis``: each panel's y axis."""
     tables, variants = m.summary["tables"], m.summary["variants"]
     styles = _variant_styles(variants)
     fig, axes = _panels(len(tables))
     for ax, table in zip(axes, tables):
         for name in variants:
-            rows = _find(m.rows["distinct_curve"], encoding=table["encoding"], variant=name)
+            found = _find(m.rows[rows], encoding=table["encoding"], variant=name)
             ax.plot(
-                [r["length"] for r in rows],
-                [r["distinct_fraction"] for r in rows],
+                [r["length"] for r in found],
+                [r[y] for r in found],
                 label=name,
+                **line,
                 **styles[name],
             )
-        ax.set(xscale="log", yscale="log", xlabel="L")
+        ax.set(xscale="log", xlabel="L", **axis)
         _title(ax, table)
         ax.grid(alpha=0.3, which="both")
     if not tables:
         _none_configured(axes[0])
-    axes[0].set_ylabel("distinct encodings / L")
+    axes[0].set_ylabel(ylabel)
     if tables:
         fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
     return fig
+
+
+@themed
+def figure_distinct(m: Measurements, ctx: Context):
+    """Distinct fraction against L, one panel per table, one line per variant."""
+    return _curves_by_table(
+        m, "distinct_curve", "distinct_fraction", "distinct encodings / L", {"yscale": "log"}, {}
+    )
 
 
 @themed
@@ -216,28 +225,14 @@ def figure_errors(m: Measurements, ctx: Context):
 @themed
 def figure_decode(m: Measurements, ctx: Context):
     """Decoding accuracy against L, one panel per table, one line per variant."""
-    tables, variants = m.summary["tables"], m.summary["variants"]
-    styles = _variant_styles(variants)
-    fig, axes = _panels(len(tables))
-    for ax, table in zip(axes, tables):
-        for name in variants:
-            rows = _find(m.rows["decode"], encoding=table["encoding"], variant=name)
-            ax.plot(
-                [r["length"] for r in rows],
-                [r["accuracy"] for r in rows],
-                marker=".",
-                label=name,
-                **styles[name],
-            )
-        ax.set(xscale="log", xlabel="L", ylim=(-0.03, 1.03))
-        _title(ax, table)
-        ax.grid(alpha=0.3, which="both")
-    if not tables:
-        _none_configured(axes[0])
-    axes[0].set_ylabel("decoded to itself (fraction)")
-    if tables:
-        fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
-    return fig
+    return _curves_by_table(
+        m,
+        "decode",
+        "accuracy",
+        "decoded to itself (fraction)",
+        {"ylim": (-0.03, 1.03)},
+        {"marker": "."},
+    )
 
 
 def table_min_distance(m: Measurements, ctx: Context):
