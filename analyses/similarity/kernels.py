@@ -39,24 +39,6 @@ def kernel_module(
     return module.to(device=device, dtype=torch.float64)
 
 
-def kernel(
-    encoding: str,
-    n_positions: int,
-    d_model: int,
-    n_heads: int,
-    encoding_cfg: dict,
-    learned_init_std: float,
-    seed: int,
-    device: torch.device,
-) -> Tensor:
-    """The positional kernel K(p, q) of ``encoding`` over positions 0..N-1. Shape (N, N)."""
-    module = kernel_module(
-        encoding, n_positions, d_model, n_heads, encoding_cfg, learned_init_std, seed, device
-    )
-    with torch.no_grad():
-        return module.kernel(torch.arange(n_positions, device=device))
-
-
 def load_trained(path: str, device: torch.device) -> tuple[PositionalEncoding, dict[str, Any]]:
     """The encoding module of a trained LM checkpoint, in float64, and what its kernel depends
     on: encoding, seed, trained length, width, heads and whether attention is causal."""
