@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
@@ -15,21 +14,7 @@ from torch import Tensor, nn
 from torch.autograd.function import once_differentiable
 
 from posenc.encodings import PositionalEncoding, build
-
-
-@dataclass(frozen=True)
-class ModelConfig:
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    causal: bool = True
-    dropout: float = 0.0
-    mlp_ratio: int = 4
-    # Multiply token embeddings by sqrt(d_model) (Vaswani et al. 2017 §3.4; fairseq's default,
-    # which Press et al. 2022 trained with). Without it, 0.02-scale token embeddings are
-    # drowned by a unit-amplitude sinusoidal table added to them.
-    scale_embeddings: bool = False
-
+from posenc.model_config import UNSCALED_EMBEDDING_STD, ModelConfig
 
 # Query rows per block in _BiasWithGradAttention: a block's scores (B·H, 32, <=L) stay small
 # enough for the CPU caches at the sizes we train, and causal blocks skip the keys after them.
@@ -267,8 +252,8 @@ class LanguageModel(nn.Module):
         self.embed = nn.Embedding(vocab_size, cfg.d_model)
         # Scaled: fairseq's recipe for Vaswani et al.'s models (Press et al. train with it):
         # weights at std d^-1/2 times sqrt(d), so tokens enter at unit RMS, beside the
-        # sinusoidal table's 1/sqrt(2). Unscaled: GPT-2's std 0.02 (Radford et al. 2019).
-        std = cfg.d_model**-0.5 if cfg.scale_embeddings else 0.02
+        # sinusoidal table's 1/sqrt(2). Unscaled: GPT-2's std (Radford et al. 2019).
+        std = cfg.d_model**-0.5 if cfg.scale_embeddings else UNSCALED_EMBEDDING_STD
         nn.init.normal_(self.embed.weight, std=std)
         self.drop = nn.Dropout(cfg.dropout)
         self.stack = TransformerStack(cfg, encoding)

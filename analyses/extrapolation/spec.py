@@ -10,6 +10,7 @@ from posenc.analyses.extrapolation.claims import CLAIMS
 from posenc.analyses.extrapolation.preconditions import FIRE_JUDGED_AT, T5_TRAIN_RATIO
 from posenc.analysis import AnalysisSpec, CardColumn, Figure, Resources, Table
 from posenc.corpora import corpus_file
+from posenc.model_config import UNSCALED_EMBEDDING_STD
 
 TASKS = ("lm", "passkey")
 
@@ -316,5 +317,8 @@ SPEC = AnalysisSpec(
             note="passkey retrieval accuracy at {passkey_at} times the training length",
         ),
     ),
-    constants={"t5_train_ratio": T5_TRAIN_RATIO},
+    constants={
+        "t5_train_ratio": T5_TRAIN_RATIO,
+        "unscaled_embedding_std": UNSCALED_EMBEDDING_STD,
+    },
 )
