@@ -7,6 +7,7 @@ import os
 from pathlib import Path
 
 import pytest
+import second_run as second
 from sysdeps import SKIP_PREFIX, require, summary_line
 from workflow_utils import copy_workflow, snakemake
 
@@ -52,51 +53,27 @@ def test_run(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def second_run(tmp_path_factory) -> dict:
-    """A second, independent run of the test config in a fresh copy, through a one-node
-    SLURM cluster when one can start here (``via_slurm``), else on this machine: the
-    determinism test compares it with :func:`test_run` byte for byte, and the SLURM test
-    checks that its jobs went through sbatch. Rule ``html``: everything but the PDF, which
-    neither reads. ``{"folder", "stdout", "jobs" (the cluster's job-completion log), "via_slurm"}``.
-    """
-    import re
-    import shutil
-    import tempfile
+    """A second, independent run of the test config (:mod:`second_run`), started as soon as
+    the session knew it would need it (:func:`pytest_collection_modifyitems`), awaited here."""
+    if second.STARTED is None:
+        second.start(tmp_path_factory.mktemp("second_run"))
+    return second.result()
 
-    import slurm_cluster
-    from sysdeps import DEPENDENCIES
 
-    work = copy_workflow(tmp_path_factory.mktemp("second_run") / "wf")
-    config = ("--configfile", "config/test.yaml", "html")
-    if DEPENDENCIES["slurm"].where() is None or slurm_cluster.available():
-        proc = snakemake(work, "--cores", "2", *config)
-        return {"folder": work, "stdout": proc.stdout, "jobs": "", "via_slurm": False}
-    # munged runs as user munge: its socket folder must be reachable, and pytest's tmp_path
-    # sits under a 0700 folder, so the cluster lives in a folder of its own under /tmp.
-    cluster = Path(tempfile.mkdtemp(prefix="posenc-slurm-"))
-    os.chmod(cluster, 0o755)
-    with slurm_cluster.local_cluster(cluster) as job_log:
-        proc = snakemake(
-            work,
-            "--profile",
-            "profiles/slurm",
-            # More jobs in flight than the node runs at once: the SLURM plugin backs off its
-            # status checks by 10 s each time none has finished, so with only as many jobs
-            # as cores each check tends to come too early and the next one far too late.
-            "--jobs",
-            "16",
-            # No slurmdbd here, so sacct cannot answer: poll squeue instead (MinJobAge=300).
-            "--slurm-status-command",
-            "squeue",
-            "--slurm-init-seconds-before-status-checks",
-            "2",
-            "--seconds-between-status-checks",
-            "2",
-            *config,
-        )
-        jobs = job_log.read_text() if job_log.exists() else ""
-    shutil.rmtree(cluster, ignore_errors=True)
-    assert re.search(r"submitted with SLURM jobid", proc.stdout), proc.stdout[-3000:]
-    return {"folder": work, "stdout": proc.stdout, "jobs": jobs, "via_slurm": True}
+def pytest_collection_modifyitems(session, config, items):
+    """Start the second run in the background when a collected test needs it: through SLURM it
+    spends most of its wall time waiting on the scheduler, which the rest of the suite fills
+    (it is a hang guard's business, never a deadline's, how long either takes)."""
+    if config.option.collectonly or second.STARTED is not None:
+        return
+    if any("second_run" in getattr(item, "fixturenames", ()) for item in items):
+        second.start(config._tmp_path_factory.mktemp("second_run"))
+
+
+def pytest_sessionfinish(session):
+    """A run still going when the session ends (a test failed early, -x) is waited for, so its
+    SLURM cluster is stopped and its folder left whole."""
+    second.wait()
 
 
 def _skip_reasons(terminalreporter) -> list[str]:

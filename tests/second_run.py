@@ -1,0 +1,91 @@
+"""A second, independent run of the test config in a fresh copy, through a one-node SLURM
+cluster when one can start here, else on this machine: the determinism test compares it with
+the first run (``test_run``) byte for byte, and the SLURM test checks that its jobs went
+through sbatch. One run serves both. Rule ``html``: everything but the PDF, which neither
+reads.
+
+It runs in a thread of the test session, started when the session collects a test that needs
+it (``conftest.py``), so that its waits (on the scheduler's status checks, on one-core jobs)
+overlap the rest of the suite.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import threading
+from pathlib import Path
+
+import slurm_cluster
+from sysdeps import DEPENDENCIES
+from workflow_utils import copy_workflow, snakemake
+
+CONFIG = ("html", "--configfile", "config/test.yaml")  # the target first: after it, a file
+SLURM = (
+    "--profile",
+    "profiles/slurm",
+    # More jobs in flight than the node runs at once: the SLURM plugin backs off its status
+    # checks by 10 s each time none has finished, so with only as many jobs as cores each
+    # check tends to come too early and the next one far too late.
+    "--jobs",
+    "16",
+    # No slurmdbd here, so sacct cannot answer: poll squeue instead (MinJobAge=300).
+    "--slurm-status-command",
+    "squeue",
+    "--slurm-init-seconds-before-status-checks",
+    "2",
+    "--seconds-between-status-checks",
+    "2",
+)
+
+STARTED: threading.Thread | None = None
+_OUTCOME: dict = {}
+
+
+def run(base: Path) -> dict:
+    """``{"folder", "stdout", "jobs" (the cluster's job-completion log), "via_slurm"}``."""
+    work = copy_workflow(base / "wf")
+    if DEPENDENCIES["slurm"].where() is None or slurm_cluster.available():
+        proc = snakemake(work, "--cores", "2", *CONFIG)
+        return {"folder": work, "stdout": proc.stdout, "jobs": "", "via_slurm": False}
+    # munged runs as user munge: its socket folder must be reachable, and pytest's tmp_path
+    # sits under a 0700 folder, so the cluster lives in a folder of its own under /tmp.
+    cluster = Path(tempfile.mkdtemp(prefix="posenc-slurm-"))
+    os.chmod(cluster, 0o755)
+    try:
+        with slurm_cluster.local_cluster(cluster) as job_log:
+            proc = snakemake(work, *SLURM, *CONFIG)
+            jobs = job_log.read_text() if job_log.exists() else ""
+    finally:
+        shutil.rmtree(cluster, ignore_errors=True)
+    assert re.search(r"submitted with SLURM jobid", proc.stdout), proc.stdout[-3000:]
+    return {"folder": work, "stdout": proc.stdout, "jobs": jobs, "via_slurm": True}
+
+
+def start(base: Path) -> None:
+    """Start :func:`run` in a thread; :func:`result` waits for it."""
+    global STARTED
+
+    def target():
+        try:
+            _OUTCOME["result"] = run(base)
+        except BaseException as error:  # handed to the test that waits for it
+            _OUTCOME["error"] = error
+
+    STARTED = threading.Thread(target=target, name="second run", daemon=True)
+    STARTED.start()
+
+
+def wait() -> None:
+    if STARTED is not None:
+        STARTED.join()
+
+
+def result() -> dict:
+    """The run's outcome, once it has finished; its error, raised, if it failed."""
+    wait()
+    if "error" in _OUTCOME:
+        raise _OUTCOME["error"]
+    return _OUTCOME["result"]
