@@ -44,12 +44,14 @@ def check_linear_map(config: dict) -> list[str]:
 
 def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
     """Tables are built at the table widths, the widest of which stands for them, and query/key
-    transforms as one head of the score-shift test's width."""
+    transforms as one head of the score-shift test's width, and among ``qk.n_heads`` such heads
+    (where their heads differ)."""
     cfg = config["rotation"]
-    widest, head = max(cfg["d_values"]), cfg["qk"]["head_dim"]
+    widest, head, h = max(cfg["d_values"]), cfg["qk"]["head_dim"], cfg["qk"]["n_heads"]
     return {
         f"rotation.d_values (largest) = {widest}": (widest, 1),
         f"rotation.qk.head_dim = {head}": (head, 1),
+        f"rotation.qk.head_dim = {head}, rotation.qk.n_heads = {h}": (head * h, h),
     }
 
 

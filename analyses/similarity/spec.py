@@ -90,6 +90,11 @@ def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
     shapes = {f"similarity.kernels.d_model = {d}, similarity.kernels.n_heads = {h}": (d, h)}
     for i, width in enumerate(decay["dims"]):
         shapes[f"similarity.rope_decay.dims.{i} = {width}"] = (width, 1)
+        # Where an encoding's heads differ, the bound reads each group of the kernels' heads.
+        shapes[f"similarity.rope_decay.dims.{i} = {width}, similarity.kernels.n_heads = {h}"] = (
+            width * h,
+            h,
+        )
     return shapes
 
 
