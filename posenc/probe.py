@@ -150,6 +150,28 @@ def _probe_bias(module, spec, origin) -> None:
                 _unchanged(hook, case, "bias", out, moved)
 
 
+def _probe_groups(module, spec, origin) -> None:
+    """Its head groups (:meth:`PositionalEncoding.heads`), and where its heads differ, what the
+    analyses ask of each group: ``kernel(positions, group)``, and ``frequencies(group)`` and
+    ``angle_table(positions, dtype, group)`` of an encoding with waves (a module written before
+    groups, whose hooks take none, fails here with the hook named, not in an analysis)."""
+    groups = _call("heads", origin, head_layout, module, N_HEADS)
+    if len(set(groups)) < 2:
+        return
+    positions = torch.arange(LENGTH)
+    for group in dict.fromkeys(groups):
+        what = f"group {group} of its heads {list(groups)}"
+        out = _call("kernel", origin, module.kernel, positions, group)
+        _tensor("kernel", out, (LENGTH, LENGTH), positions, what)
+        if spec.waves:
+            omega = _call("frequencies", origin, module.frequencies, group)
+            _tensor("frequencies", omega, (omega.shape[0],), positions, what)
+            table = _call(
+                "angle_table", origin, module.angle_table, positions, torch.float32, group
+            )
+            _tensor("angle_table", table, (LENGTH, 2 * omega.shape[0]), positions, what)
+
+
 def _probe_model(module, spec, origin) -> None:
     """The encoding inside a two-layer stack, causal and bidirectional: the model's own use of
     the hook (broadcasting, dtype casts) must work too."""
@@ -157,7 +179,7 @@ def _probe_model(module, spec, origin) -> None:
 
     hook = HOOKS.get(spec.acts_on, "module")
     _call("layers", origin, layout, module, 2)  # its per-layer layout, if it declares one
-    _call("heads", origin, head_layout, module, N_HEADS)  # its head groups, if it declares them
+    _probe_groups(module, spec, origin)
     x = torch.randn(2, LENGTH, D_MODEL, generator=torch.Generator().manual_seed(1))
     for causal in (False, True):
         cfg = ModelConfig(d_model=D_MODEL, n_heads=N_HEADS, n_layers=2, causal=causal)

@@ -60,20 +60,22 @@ def second_run(tmp_path_factory) -> dict:
     return second.result()
 
 
-def pytest_collection_modifyitems(session, config, items):
-    """Start the second run in the background when a collected test needs it: through SLURM it
-    spends most of its wall time waiting on the scheduler, which the rest of the suite fills
-    (it is a hang guard's business, never a deadline's, how long either takes)."""
+def pytest_collection_finish(session):
+    """Start the second run in the background when a selected test needs it (after ``-m`` and
+    ``-k`` have deselected theirs): through SLURM it spends most of its wall time waiting on
+    the scheduler, which the rest of the suite fills (it is a hang guard's business, never a
+    deadline's, how long either takes)."""
+    config = session.config
     if config.option.collectonly or second.STARTED is not None:
         return
-    if any("second_run" in getattr(item, "fixturenames", ()) for item in items):
+    if any("second_run" in getattr(item, "fixturenames", ()) for item in session.items):
         second.start(config._tmp_path_factory.mktemp("second_run"))
 
 
 def pytest_sessionfinish(session):
-    """A run still going when the session ends (a test failed early, -x) is waited for, so its
-    SLURM cluster is stopped and its folder left whole."""
-    second.wait()
+    """A run still going when the session ends (interrupted, or stopped at a first failure) is
+    stopped, and its SLURM cluster shut down, before pytest exits."""
+    second.stop()
 
 
 def _skip_reasons(terminalreporter) -> list[str]:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import slurm_cluster
 from sysdeps import DEPENDENCIES
-from workflow_utils import copy_workflow, snakemake
+from workflow_utils import copy_workflow, env_for, snakemake
 
 CONFIG = ("html", "--configfile", "config/test.yaml")  # the target first: after it, a file
 SLURM = (
@@ -41,14 +41,18 @@ SLURM = (
 )
 
 STARTED: threading.Thread | None = None
+STOP = threading.Event()  # set when the session ends without having waited for the run
 _OUTCOME: dict = {}
 
 
-def run(base: Path) -> dict:
-    """``{"folder", "stdout", "jobs" (the cluster's job-completion log), "via_slurm"}``."""
+def run(base: Path, environ: dict[str, str]) -> dict:
+    """``{"folder", "stdout", "jobs" (the cluster's job-completion log), "via_slurm"}``, run in
+    ``environ`` (the session's environment when it started: tests that change it meanwhile do
+    not reach this run)."""
     work = copy_workflow(base / "wf")
+    env = env_for(work, base=environ)
     if DEPENDENCIES["slurm"].where() is None or slurm_cluster.available():
-        proc = snakemake(work, "--cores", "2", *CONFIG)
+        proc = snakemake(work, "--cores", "2", *CONFIG, env=env, stop=STOP)
         return {"folder": work, "stdout": proc.stdout, "jobs": "", "via_slurm": False}
     # munged runs as user munge: its socket folder must be reachable, and pytest's tmp_path
     # sits under a 0700 folder, so the cluster lives in a folder of its own under /tmp.
@@ -56,7 +60,7 @@ def run(base: Path) -> dict:
     os.chmod(cluster, 0o755)
     try:
         with slurm_cluster.local_cluster(cluster) as job_log:
-            proc = snakemake(work, *SLURM, *CONFIG)
+            proc = snakemake(work, *SLURM, *CONFIG, env=env, stop=STOP)
             jobs = job_log.read_text() if job_log.exists() else ""
     finally:
         shutil.rmtree(cluster, ignore_errors=True)
@@ -67,25 +71,30 @@ def run(base: Path) -> dict:
 def start(base: Path) -> None:
     """Start :func:`run` in a thread; :func:`result` waits for it."""
     global STARTED
+    environ = dict(os.environ)
 
     def target():
         try:
-            _OUTCOME["result"] = run(base)
+            _OUTCOME["result"] = run(base, environ)
         except BaseException as error:  # handed to the test that waits for it
             _OUTCOME["error"] = error
 
-    STARTED = threading.Thread(target=target, name="second run", daemon=True)
+    STARTED = threading.Thread(target=target, name="second run")
     STARTED.start()
 
 
-def wait() -> None:
+def stop() -> None:
+    """Stop a run still going (the session ends: interrupted, or no test waited for it) and wait
+    for its cluster to shut down; a finished run is left as it is."""
     if STARTED is not None:
+        STOP.set()
         STARTED.join()
 
 
 def result() -> dict:
     """The run's outcome, once it has finished; its error, raised, if it failed."""
-    wait()
+    if STARTED is not None:
+        STARTED.join()
     if "error" in _OUTCOME:
         raise _OUTCOME["error"]
     return _OUTCOME["result"]

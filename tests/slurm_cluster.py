@@ -70,6 +70,11 @@ PartitionName=debug Nodes={host} Default=YES MaxTime=INFINITE State=UP
 """
 
 
+# How long a daemon may take to come up before it is taken as hung: a guard, not a deadline (a
+# loaded machine starts them slowly).
+HANG_S = 600
+
+
 def _wait(predicate, timeout: float, what: str) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -112,7 +117,7 @@ def local_cluster(root: Path):
             ],
         )
         started.append(munged.pid)
-        _wait(sock.exists, 15, "munged socket")
+        _wait(sock.exists, HANG_S, "munged socket")
         SLURM_CONF.parent.mkdir(parents=True, exist_ok=True)
         if SLURM_CONF.exists() or SLURM_CONF.is_symlink():
             backup = SLURM_CONF.with_name("slurm.conf.posenc-backup")
@@ -130,7 +135,7 @@ def local_cluster(root: Path):
             out = subprocess.run(["sinfo", "-h", "-o", "%t"], capture_output=True, text=True)
             return out.returncode == 0 and out.stdout.strip().startswith("idle")
 
-        _wait(node_idle, 60, "the SLURM node to become idle")
+        _wait(node_idle, HANG_S, "the SLURM node to become idle")
         yield root / "jobcomp.log"
     finally:
         for pid in reversed(started):

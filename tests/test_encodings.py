@@ -20,6 +20,7 @@ from configs import encoding_block
 from posenc.encodings import (
     ENCODINGS,
     REGISTRY,
+    ALiBi,
     BiasEncoding,
     EncodingParams,
     EncodingSpec,
@@ -38,6 +39,7 @@ from posenc.encodings import (
     apply_rope,
     build,
     encoding_params,
+    head_layout,
     override,
     params_schema,
     register,
@@ -49,6 +51,7 @@ from posenc.encodings import (
 )
 from posenc.model import Attention, ModelConfig, TransformerStack
 from posenc.plotting import style
+from posenc.probe import probe
 
 BUILTINS = {"none", "sinusoidal", "learned", "rope", "alibi", "t5_bias"}
 
@@ -969,3 +972,54 @@ def test_a_layout_must_give_a_bool_per_layer_and_spare_input_encodings():
     hyper = SinusoidalParams()
     with pytest.raises(ValueError, match="acts on the input"):
         TransformerStack(cfg, Skipping(EncodingParams(d_model=8, n_heads=2, hyper=hyper)))
+
+
+def test_a_head_layout_must_give_a_group_per_head_and_spare_input_encodings():
+    class Short(Rotary):
+        def heads(self, n_heads):
+            return (0,)
+
+    class Split(Sinusoidal):
+        def heads(self, n_heads):
+            return tuple(range(n_heads))
+
+    rope = Short(EncodingParams(d_model=8, n_heads=2, hyper=RotaryParams()))
+    with pytest.raises(ValueError, match=r"heads\(2\) must give one non-negative int per head"):
+        head_layout(rope, 2)
+    table = Split(EncodingParams(d_model=8, n_heads=2, hyper=SinusoidalParams()))
+    with pytest.raises(ValueError, match="acts on the input"):
+        head_layout(table, 2)
+
+
+@pytest.mark.parametrize("name", [n for n in REGISTRY if REGISTRY[n].acts_on == "bias"])
+def test_each_head_of_a_score_bias_is_its_own_group(name):
+    """A bias has a slope, a bucket table or an output per head: each head's kernel is the exp
+    of its own bias, and the whole kernel their mean."""
+    torch.manual_seed(0)
+    module = build(name, {}, d_model=16, n_heads=4).double()
+    for p in module.parameters():
+        torch.nn.init.normal_(p)  # T5's table starts at zero: every head alike
+    pos = torch.arange(9)
+    assert head_layout(module, 4) == (0, 1, 2, 3)
+    factor = module.score_bias(pos, pos, causal=False).double().exp()
+    for h in range(4):
+        torch.testing.assert_close(module.kernel(pos, h), factor[h], rtol=0, atol=0)
+    torch.testing.assert_close(module.kernel(pos), factor.mean(0), rtol=0, atol=0)
+
+
+def test_a_plugin_whose_heads_differ_must_take_the_group():
+    """A bias written before groups (its kernel takes no group) is named at the probe, before
+    any analysis asks it for a head's kernel."""
+
+    class OldStyle(ALiBi):
+        def kernel(self, positions):
+            return super().kernel(positions)
+
+    spec = EncodingSpec(
+        "old_style_bias", "bias", OldStyle, relative=True, learned=False, citation="a test",
+        summary="ALiBi with a kernel of old.",
+    )  # fmt: skip
+    problem = probe(spec, "old.py")
+    assert problem.startswith(
+        "plugin old.py: encoding old_style_bias: hook kernel: raised TypeError"
+    )

@@ -520,15 +520,17 @@ def test_config_checks_name_the_key():
 
 def test_an_encoding_whose_heads_differ_is_measured_group_by_group(toy_plugin):
     """RoPE whose head h has base 10000·16^h: read at one head it would be RoPE. Each group's
-    first head is measured; head 0's rows are RoPE's to the bit, the others turn slower."""
+    first head is measured, named toy_head_base+heads h; head 0's rows are RoPE's to the bit,
+    the others turn slower."""
     rows = _shift_rows("toy_head_base", head_dim=16, n_vectors=8, n_pairs=8, window=16)
     rope = _shift_rows("rope", head_dim=16, n_vectors=8, n_pairs=8, window=16)
-    assert sorted({r["heads"] for r in rows}) == ["0", "1"]  # TINY's two heads
-    head0 = [{**r, "encoding": "rope"} for r in rows if r.pop("heads") == "0"]
+    names = list(dict.fromkeys(r["encoding"] for r in rows))
+    assert names == ["toy_head_base+heads 0", "toy_head_base+heads 1"]  # TINY's two heads
+    head0 = [{**r, "encoding": "rope"} for r in rows if r["encoding"] == names[0]]
     assert head0 == rope
     careful = [r for r in rows if not r["naive"]]
     assert max(r["deviation_over_tolerance"] for r in careful) <= 1.0
-    head1 = [r["max_deviation"] for r in rows[len(head0) :]]
+    head1 = [r["max_deviation"] for r in rows if r["encoding"] == names[1]]
     assert head1 != [r["max_deviation"] for r in rope]
     bases = rotation_scores.head_bases(
         {**TINY["qk"], "head_dim": 16}, ["toy_head_base", "rope"], ENCODING

@@ -831,3 +831,24 @@ def test_an_encoding_whose_heads_differ_is_measured_head_by_head(toy_plugin):
         "2",
         "3",
     ]
+
+
+@pytest.mark.parametrize("name", [n for n in REGISTRY if REGISTRY[n].acts_on == "bias"])
+def test_a_causal_models_kernel_of_each_head_is_its_own_bias(name):
+    """Read as a causal model reads it: head h's kernel is exp of head h's causal bias on the
+    pairs q ≤ p, NaN above (never scored); the whole kernel their mean."""
+    torch.manual_seed(1)
+    module = build(name, {}, d_model=8, n_heads=2).double()
+    for p in module.parameters():
+        nn.init.normal_(p)
+    pos = torch.arange(6)
+    with torch.no_grad():
+        bias = module.score_bias(pos, pos, causal=True).double()
+        later = torch.ones(6, 6, dtype=torch.bool).triu(1)
+        for h in (0, 1):
+            want = bias[h].exp().masked_fill(later, math.nan)
+            got = kernels.scored_kernel(module, pos, causal=True, group=h)
+            torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+        whole = kernels.scored_kernel(module, pos, causal=True)
+        want = bias.exp().mean(0).masked_fill(later, math.nan)
+        torch.testing.assert_close(whole, want, rtol=0, atol=0, equal_nan=True)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -46,9 +47,10 @@ def with_package(dest: Path) -> Path:
     return dest
 
 
-def env_for(workdir: Path, env=None) -> dict[str, str]:
-    """The environment to run the workflow copied to ``workdir`` in: its own package first."""
-    return {**os.environ, "PYTHONPATH": str(workdir), **(env or {})}
+def env_for(workdir: Path, env=None, base=None) -> dict[str, str]:
+    """The environment to run the workflow copied to ``workdir`` in: its own package first, over
+    ``base`` (this process's environment as it is now, by default)."""
+    return {**(os.environ if base is None else base), "PYTHONPATH": str(workdir), **(env or {})}
 
 
 # A command that prints nothing for this long is taken as hung. Never a deadline on the whole
@@ -57,16 +59,25 @@ def env_for(workdir: Path, env=None) -> dict[str, str]:
 STALL_S = 1200
 
 
-def run_watched(command: list[str], stall: float = STALL_S, merge: bool = False, **kwargs):
+def run_watched(
+    command: list[str],
+    stall: float = STALL_S,
+    merge: bool = False,
+    stop: threading.Event | None = None,
+    **kwargs,
+):
     """``subprocess.run(command, text=True)`` with its output captured, killed only when it
     prints nothing on stdout or stderr for ``stall`` seconds (a hang, reported as an
-    AssertionError naming the command and its last output), however long it runs while it
-    makes progress. ``merge``: stderr into stdout, as ``stderr=STDOUT`` would."""
+    AssertionError naming the command and its last output) or when ``stop`` is set, however
+    long it runs while it makes progress. ``merge``: stderr into stdout, as ``stderr=STDOUT``
+    would. It runs in a session of its own, so a kill takes its children (Snakemake's jobs)
+    with it."""
     proc = subprocess.Popen(
         command,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT if merge else subprocess.PIPE,
         text=True,
+        start_new_session=True,
         **kwargs,
     )
     streams = {"stdout": proc.stdout} if merge else {"stdout": proc.stdout, "stderr": proc.stderr}
@@ -82,11 +93,13 @@ def run_watched(command: list[str], stall: float = STALL_S, merge: bool = False,
     for reader in readers:
         reader.start()
     while proc.poll() is None:
-        if time.monotonic() - last[0] > stall:
-            proc.kill()
+        stalled = time.monotonic() - last[0] > stall
+        if stalled or (stop is not None and stop.is_set()):
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+            why = f"no output for {stall:.0f} s, taken as hung" if stalled else "stopped"
             tail = "".join(seen["stdout"])[-3000:]
-            raise AssertionError(f"no output for {stall:.0f} s, taken as hung: {command}\n{tail}")
+            raise AssertionError(f"{why}: {command}\n{tail}")
         time.sleep(0.5)
     for reader in readers:
         reader.join()
@@ -94,10 +107,13 @@ def run_watched(command: list[str], stall: float = STALL_S, merge: bool = False,
     return subprocess.CompletedProcess(command, proc.returncode, out["stdout"], out.get("stderr"))
 
 
-def snakemake(workdir: Path, *args: str, check: bool = True, env=None):
-    """``snakemake`` in ``workdir`` (:func:`env_for`), guarded against a hang
-    (:func:`run_watched`); returns the CompletedProcess (stdout+stderr in .stdout)."""
-    proc = run_watched([SNAKEMAKE, *args], merge=True, cwd=workdir, env=env_for(workdir, env))
+def snakemake(workdir: Path, *args: str, check: bool = True, env=None, stop=None):
+    """``snakemake`` in ``workdir`` (:func:`env_for`), guarded against a hang and stopped when
+    ``stop`` is set (:func:`run_watched`); returns the CompletedProcess (stdout+stderr in
+    .stdout)."""
+    proc = run_watched(
+        [SNAKEMAKE, *args], merge=True, stop=stop, cwd=workdir, env=env_for(workdir, env)
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"snakemake {' '.join(args)} failed:\n{proc.stdout[-6000:]}")
     return proc

@@ -41,6 +41,13 @@ def rotary(model: nn.Module) -> PositionalEncoding:
     if encoding.spec is None or not encoding.spec.rescalable:
         name = encoding.spec.name if encoding.spec else type(encoding).__name__
         raise ValueError(f"{name} does not declare rescalable frequencies: nothing to rescale")
+    if len(encoding.groups) > 1:
+        # The methods rescale one spectrum (rotated_width, base); heads with their own would
+        # each need their own rescaling, which no method here defines.
+        raise ValueError(
+            f"{encoding.spec.name}: its heads differ (heads() gives {len(encoding.groups)} "
+            "groups), and a context extension rescales one spectrum"
+        )
     return encoding
 
 

@@ -31,8 +31,10 @@ def evidence(result: dict, cfg: dict, groups: dict) -> dict[str, Any]:
     fixed, relative_qk = groups["fixed_tables"], groups["relative_qk"]
     h = result["hand_trace"]
     u = printed_rounding(cfg["hand_trace"]["decimals"])
-    rope = [r for r in result["score_shift"] if not r["naive"] and r["encoding"] in relative_qk]
-    naive = [r for r in result["score_shift"] if r["naive"] and r["encoding"] in relative_qk]
+    # A group of heads of an encoding whose heads differ is named encoding+heads …
+    shifts = [r for r in result["score_shift"] if r["encoding"].split("+")[0] in relative_qk]
+    rope = [r for r in shifts if not r["naive"]]
+    naive = [r for r in shifts if r["naive"]]
     last = max((r["shift"] for r in naive), default=None)
     full = [r for r in result["linear_map"] if r["encoding"] in fixed and r["training"] == "full"]
     learned = [r for r in result["linear_map"] if r["encoding"] in groups["learned_tables"]]
@@ -102,6 +104,8 @@ def summarise(result: dict, cfg: dict, ctx: Context, groups: dict) -> dict[str, 
     th = cfg["thresholds"]
     return {
         **groups,
+        # What the score-shift rows measure: each transform, or each group of its heads.
+        "qk_measured": list(dict.fromkeys(r["encoding"] for r in result["score_shift"])),
         "hand_trace": result["hand_trace"],
         "naive_deviation": [
             {

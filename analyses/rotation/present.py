@@ -68,7 +68,7 @@ def figure_score_shift(m: Measurements, ctx: Context):
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 3.9), layout="constrained")
     rows = m.rows["score_shift"]
     cases = list(dict.fromkeys((r["dtype"], r["angles"], r["naive"]) for r in rows))
-    for encoding in m.summary["qk"]:
+    for encoding in m.summary["qk_measured"]:
         for n, (x, a, naive) in enumerate(cases):
             case = [
                 r

@@ -8,7 +8,7 @@ import torch
 from torch import Tensor
 
 from posenc.device import dtype_from_name
-from posenc.encodings import QKEncoding, build, head_layout
+from posenc.encodings import QKEncoding, build, head_layout, heads_label
 from posenc.rounding import (
     angle_dtype,
     pair_gains,
@@ -99,7 +99,8 @@ class HeadView:
 def _views(encoding: str, encoding_cfg: dict, d: int, n_heads: int, device) -> list:
     """({label columns}, angle dtype -> transform) of what is measured of ``encoding`` at head
     width ``d``: the transform at one head when its heads are alike (as it always was), else
-    the first head of each group of ``n_heads`` heads, labelled by the group's heads."""
+    the first head of each group of ``n_heads`` heads, named ``encoding+heads …`` (as the
+    similarity and aliasing sections name them)."""
 
     def one(a, head=None):
         if head is None:
@@ -112,13 +113,12 @@ def _views(encoding: str, encoding_cfg: dict, d: int, n_heads: int, device) -> l
     )
     if len(set(layout)) == 1:
         return [({}, one)]
-    groups = dict.fromkeys(layout)
     return [
         (
-            {"heads": " ".join(str(h) for h, of in enumerate(layout) if of == g)},
+            {"encoding": f"{encoding}+heads {heads_label(layout, g)}"},
             functools.partial(one, head=layout.index(g)),
         )
-        for g in groups
+        for g in dict.fromkeys(layout)
     ]
 
 
@@ -190,7 +190,7 @@ def head_bases(cfg: dict, qk: list[str], encoding_cfg: dict) -> dict[str, dict[s
             omega = wide.frequencies(g)
             if omega is None or omega.numel() < 2:
                 continue
-            heads = " ".join(str(h) for h, of in enumerate(layout) if of == g)
+            heads = heads_label(layout, g)
             base = float(f"{(omega[0] / omega[1]).item() ** (omega.numel()):.12g}")
             found.setdefault(encoding, {})[heads] = base
     return found

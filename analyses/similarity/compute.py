@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from posenc.analysis import Context, Measurements
-from posenc.encodings import REGISTRY, build
+from posenc.encodings import REGISTRY, build, heads_label
 
 from .kernels import kernel_module, trained_kernels
 from .long_term_decay import decay_summary, relative_upper_bound
@@ -71,7 +71,7 @@ def _group_properties(row: dict, heads: tuple[int, ...], by_group: dict, window:
         {
             **row,
             "group": g,
-            "heads": _heads_of(heads, g),
+            "heads": heads_label(heads, g),
             **kernel_properties(K, window),
         }
         for g, K in by_group.items()
@@ -87,11 +87,7 @@ def _rotary_groups(encoding: str, encoding_cfg: dict, d: int, n_heads: int) -> l
     if len(wide.groups) == 1:
         return [(encoding, build(encoding, encoding_cfg, d_model=d), ())]
     heads = wide.heads(n_heads)
-    return [(f"{encoding}+heads {_heads_of(heads, g)}", wide, (g,)) for g in wide.groups]
-
-
-def _heads_of(heads: tuple[int, ...], group: int) -> str:
-    return " ".join(str(h) for h, of in enumerate(heads) if of == group)
+    return [(f"{encoding}+heads {heads_label(heads, g)}", wide, (g,)) for g in wide.groups]
 
 
 def compute(ctx: Context) -> Measurements:
