@@ -115,6 +115,10 @@ def local_cluster(root: Path):
                 f"--log-file={munge_dir}/munged.log",
                 f"--seed-file={munge_dir}/munged.seed",
             ],
+            # Its log file has what it says; on the terminal its info lines would run through
+            # the test session's output (the cluster may run beside other tests).
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
         )
         started.append(munged.pid)
         _wait(sock.exists, HANG_S, "munged socket")
