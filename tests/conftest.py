@@ -1,15 +1,15 @@
 """Shared fixtures. ``test_run`` runs the whole workflow on config/test.yaml once per test
-session, so every test that needs results (end to end, browser, PDF) shares one run."""
+session, so every test that needs results (end to end, browser, PDF) shares one run; it, the
+second run and the platform test's card start in the background (:mod:`background`)."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+import background
 import pytest
-import second_run as second
-from sysdeps import SKIP_PREFIX, require, summary_line
-from workflow_utils import copy_workflow, snakemake
+from sysdeps import DEPENDENCIES, SKIP_PREFIX, require, summary_line
 
 
 @pytest.fixture
@@ -34,7 +34,8 @@ def registered():
 @pytest.fixture(scope="session")
 def test_run(tmp_path_factory) -> Path:
     """The folder holding ``results/`` of a finished run of ``rule all`` on the test config,
-    in a fresh copy of the sources (the checkout's own results/ are never touched).
+    in a fresh copy of the sources (the checkout's own results/ are never touched), started in
+    the background when the session was collected (:mod:`background`).
 
     ``POSENC_TEST_RUN=<folder>`` reuses a finished run there instead, as it is: nothing is
     copied or run. For iterating on tests, or for checking a report CI has just built.
@@ -46,36 +47,44 @@ def test_run(tmp_path_factory) -> Path:
             pytest.fail(f"POSENC_TEST_RUN={reuse}: no results/report/index.html there")
         return folder
     require("pango")  # the workflow renders a PDF
-    workdir = copy_workflow(tmp_path_factory.mktemp("test_run"))
-    snakemake(workdir, "--cores", "2", "--configfile", "config/test.yaml")
-    return workdir
+    return _awaited("test_run", tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def second_run(tmp_path_factory) -> dict:
-    """A second, independent run of the test config (:mod:`second_run`), started as soon as
-    the session knew it would need it (:func:`pytest_collection_modifyitems`), awaited here."""
-    if second.STARTED is None:
-        second.start(tmp_path_factory.mktemp("second_run"))
-    return second.result()
+    """A second, independent run of the test config (:mod:`background`)."""
+    return _awaited("second_run", tmp_path_factory)
+
+
+def _awaited(name: str, tmp_path_factory):
+    run = background.RUNS[name]
+    if run.thread is None:
+        run.start(tmp_path_factory.mktemp(name))
+    return run.result()
 
 
 def pytest_collection_finish(session):
-    """Start the second run in the background when a selected test needs it (after ``-m`` and
-    ``-k`` have deselected theirs): through SLURM it spends most of its wall time waiting on
-    the scheduler, which the rest of the suite fills (it is a hang guard's business, never a
-    deadline's, how long either takes)."""
+    """Start each end-to-end run in the background when a selected test needs it (after ``-m``
+    and ``-k`` have deselected theirs), so that the rest of the suite fills its waits."""
     config = session.config
-    if config.option.collectonly or second.STARTED is not None:
+    if config.option.collectonly:
         return
-    if any("second_run" in getattr(item, "fixturenames", ()) for item in session.items):
-        second.start(config._tmp_path_factory.mktemp("second_run"))
+    for name, run in background.RUNS.items():
+        if run.thread is not None or not any(
+            name in getattr(item, "fixturenames", ()) for item in session.items
+        ):
+            continue
+        if name == "test_run" and (
+            os.environ.get("POSENC_TEST_RUN") or DEPENDENCIES["pango"].where() is None
+        ):
+            continue  # reused as it is, or skipped by its fixture
+        run.start(config._tmp_path_factory.mktemp(name))
 
 
 def pytest_sessionfinish(session):
-    """A run still going when the session ends (interrupted, or stopped at a first failure) is
-    stopped, and its SLURM cluster shut down, before pytest exits."""
-    second.stop()
+    """Runs still going when the session ends (interrupted, or stopped at a first failure) are
+    stopped, and a SLURM cluster shut down, before pytest exits."""
+    background.stop()
 
 
 def _skip_reasons(terminalreporter) -> list[str]:

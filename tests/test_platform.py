@@ -1,6 +1,7 @@
 """The platform is real, through the command a researcher runs: ``posenc card`` on the
-example plugin a newcomer copies (ALiBi with learned slopes, a bias) and on two toy encodings
-registered from outside the registry file (an input table and a qk one), next to baselines,
+example plugin a newcomer copies (ALiBi with learned slopes, a bias) and on three toy encodings
+registered from outside the registry file (an input table, a qk one, and a qk one whose heads
+differ), next to baselines,
 on the test config. Each plugin encoding turns up in every analysis' metrics, in the figures'
 legends, in the report and on its report card, with no edit anywhere else."""
 
@@ -8,13 +9,10 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
-import subprocess
-import sys
 from pathlib import Path
 
+import background
 import pytest
-from workflow_utils import run_watched
 
 from posenc import cli
 from posenc.analysis import discover
@@ -24,7 +22,6 @@ pytestmark = pytest.mark.slow
 
 HERE = Path(__file__).parent
 ROOT = HERE.parent
-EXAMPLE = ROOT / "examples" / "alibi_learned_slopes.py"
 TOYS = ("toy_sinusoidal", "toy_rotary", "toy_head_base")
 PLUGGED = (*TOYS, "alibi_learned")
 # Each plugin encoding's built-in of the same place of action: wherever an analysis measures
@@ -36,28 +33,21 @@ COUNTERPART = {
     "toy_head_base": "rope",
     "alibi_learned": "alibi",
 }
-BASELINES = ("rope", "alibi")
+BASELINES = background.BASELINES
 
 
 @pytest.fixture(scope="module")
 def toy_run(tmp_path_factory) -> Path:
-    """The card's folder: ``posenc card`` run as documented, in a folder of its own."""
-    out = tmp_path_factory.mktemp("card") / "card"
-    toys = out.parent / "toy_encodings.py"  # a copy: the last test edits it
-    shutil.copy(HERE / "toy_encodings.py", toys)
-    proc = card(toys, out, "html")  # all but the PDF, which test_pdf checks on the study's run
-    assert proc.returncode == 0, proc.stderr[-6000:]
-    # It prints the path of the report it wrote, and nothing else on stdout.
-    assert proc.stdout.strip() == str(out / "results/report/index.html")
-    return out
+    """The card's folder: ``posenc card`` run as documented, in a folder of its own, started in
+    the background when the session was collected (:mod:`background`)."""
+    run = background.RUNS["toy_run"]
+    if run.thread is None:
+        run.start(tmp_path_factory.mktemp("toy_run"))
+    return run.result()
 
 
-def card(toys: Path, out: Path, *snakemake_args: str) -> subprocess.CompletedProcess:
-    return run_watched(
-        [sys.executable, "-m", "posenc.cli", "card", str(toys), str(EXAMPLE), "--config", "test",
-         "--against", *BASELINES, "--cores", "2", "--out", str(out), "--", *snakemake_args],
-        cwd=out.parent,
-    )  # fmt: skip
+def card(toys: Path, out: Path, *snakemake_args: str):
+    return background.card(toys, out, *snakemake_args)
 
 
 def card_config(run: Path) -> dict:

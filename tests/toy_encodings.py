@@ -82,15 +82,9 @@ class HeadBase(RotaryParams):
 
 
 class HeadBaseRotary(Rotary):
-    """RoPE whose head h has base b·r^h: every head its own group, its own spectrum. Built with
-    one head, or asked to turn fewer heads than it has, it would be plain RoPE: it refuses
-    both, so an analysis that reads one head of it fails the platform test rather than
-    measuring RoPE under its name."""
-
-    def __init__(self, params):
-        super().__init__(params)
-        if params.n_heads < 2:
-            raise ValueError("toy_head_base built with one head: that is RoPE, not its heads")
+    """RoPE whose head h has base b·r^h: every head its own group, its own spectrum. Asked to
+    turn fewer heads than it was built with, it would measure as plain RoPE: it refuses, so an
+    analysis that reads one head of it fails rather than measuring RoPE under its name."""
 
     def heads(self, n_heads: int) -> tuple[int, ...]:
         return tuple(range(n_heads))
