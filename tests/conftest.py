@@ -79,6 +79,16 @@ def pytest_collection_finish(session):
         ):
             continue  # reused as it is, or skipped by its fixture
         run.start(config._tmp_path_factory.mktemp(name))
+        _one_thread()
+
+
+def _one_thread() -> None:
+    """With runs in the background the cores are taken: this process's torch computes on one
+    thread. Two OpenMP threads on a loaded machine wait for each other at every parallel
+    region (a 3 s test took 240 s beside three runs); one thread is never slower there."""
+    import torch
+
+    torch.set_num_threads(1)
 
 
 def pytest_sessionfinish(session):
