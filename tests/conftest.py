@@ -63,6 +63,15 @@ def _awaited(name: str, tmp_path_factory):
     return run.result()
 
 
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that read an end-to-end run go last, in their order: by then their runs, started
+    in the background at collection, have had the rest of the suite's time to finish, rather
+    than the first of them holding every later test up while it waits."""
+    items.sort(
+        key=lambda item: any(n in getattr(item, "fixturenames", ()) for n in background.RUNS)
+    )
+
+
 def pytest_collection_finish(session):
     """Start each end-to-end run in the background when a selected test needs it (after ``-m``
     and ``-k`` have deselected theirs), so that the rest of the suite fills its waits."""
