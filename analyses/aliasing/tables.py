@@ -13,9 +13,9 @@ from posenc.encodings import (
     REGISTRY,
     PositionalEncoding,
     PositionOutOfRange,
+    base_of,
     build,
-    head_layout,
-    heads_label,
+    head_groups,
     override,
 )
 from posenc.numerics import RowsFn
@@ -58,10 +58,7 @@ class AngleTable:
     def base(self) -> float | None:
         """b of ω_i = b^(-2i/d), read back from the first two frequencies (ω_0 / ω_1 = b^(2/d));
         None with a single pair. To 12 digits: the round trip costs a few ulps."""
-        w = self.omega
-        if w.numel() < 2:
-            return None
-        return float(f"{(w[0] / w[1]).item() ** (self.width / 2):.12g}")
+        return base_of(self.omega)
 
     def angles(self, positions: Tensor, dtype: torch.dtype) -> Tensor:
         """θ[p, i] = p·ω_i in ``dtype``, as :func:`posenc.encodings.angles` computes them: ω in
@@ -101,11 +98,9 @@ def angle_tables(cfg: dict, encodings: list[str], encoding_cfg: dict) -> dict[st
             width = cfg["rope_head_dim"]
             heads = cfg["n_heads"]
             wide = build(name, config, d_model=width * heads, n_heads=heads)
-            layout = head_layout(wide, heads)
-            if len(set(layout)) > 1:
-                for g in dict.fromkeys(layout):
-                    label = f"{name}+heads {heads_label(layout, g)}"
-                    tables[label] = AngleTable(label, wide, (g,))
+            groups = head_groups(wide)
+            tables |= {label: AngleTable(label, wide, (g,)) for g, label in groups.items()}
+            if groups:
                 continue
         module = build(name, config, d_model=width, max_len=cfg["learned_max_len"])
         tables[name] = AngleTable(name, module)

@@ -8,7 +8,14 @@ import torch
 from torch import Tensor
 
 from posenc.device import dtype_from_name
-from posenc.encodings import QKEncoding, build, head_layout, heads_label
+from posenc.encodings import (
+    QKEncoding,
+    base_of,
+    build,
+    head_groups,
+    head_layout,
+    heads_label,
+)
 from posenc.rounding import (
     angle_dtype,
     pair_gains,
@@ -108,18 +115,11 @@ def _views(encoding: str, encoding_cfg: dict, d: int, n_heads: int, device) -> l
         wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads, angle_dtype=a)
         return HeadView(wide.to(device), head)
 
-    layout = head_layout(
-        build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads), n_heads
-    )
-    if len(set(layout)) == 1:
-        return [({}, one)]
+    wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads)
     return [
-        (
-            {"encoding": f"{encoding}+heads {heads_label(layout, g)}"},
-            functools.partial(one, head=layout.index(g)),
-        )
-        for g in dict.fromkeys(layout)
-    ]
+        ({"encoding": label}, functools.partial(one, head=wide.group_heads(g)[0]))
+        for g, label in head_groups(wide).items()
+    ] or [({}, one)]
 
 
 def _shift_rows(encoding, make, d, cases, shifts, q, k, norms, pq, pk, ulps, angle_ulps, cfg):
@@ -184,13 +184,8 @@ def head_bases(cfg: dict, qk: list[str], encoding_cfg: dict) -> dict[str, dict[s
     for encoding in qk:
         wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads)
         layout = head_layout(wide, n_heads)
-        if len(set(layout)) == 1:
-            continue
-        for g in dict.fromkeys(layout):
-            omega = wide.frequencies(g)
-            if omega is None or omega.numel() < 2:
-                continue
-            heads = heads_label(layout, g)
-            base = float(f"{(omega[0] / omega[1]).item() ** (omega.numel()):.12g}")
-            found.setdefault(encoding, {})[heads] = base
+        for g in head_groups(wide):
+            base = base_of(wide.frequencies(g))
+            if base is not None:
+                found.setdefault(encoding, {})[heads_label(layout, g)] = base
     return found

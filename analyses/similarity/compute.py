@@ -41,7 +41,7 @@ import torch
 from torch import Tensor
 
 from posenc.analysis import Context, Measurements
-from posenc.encodings import REGISTRY, build, heads_label
+from posenc.encodings import REGISTRY, build, head_groups, head_layout, heads_label
 
 from .kernels import kernel_module, trained_kernels
 from .long_term_decay import decay_summary, relative_upper_bound
@@ -57,12 +57,6 @@ def _matrix_rows(matrix: Tensor, row: str, col: str, value: str, **fixed) -> lis
         for i, line in enumerate(matrix.tolist())
         for j, v in enumerate(line)
     ]
-
-
-def _groups(module) -> tuple[int, ...]:
-    """The groups of an encoding whose heads differ (:meth:`PositionalEncoding.heads`); none
-    for one whose heads are alike, whose kernel is every head's."""
-    return module.groups if len(module.groups) > 1 else ()
 
 
 def _group_properties(row: dict, heads: tuple[int, ...], by_group: dict, window: int) -> list[dict]:
@@ -84,10 +78,10 @@ def _rotary_groups(encoding: str, encoding_cfg: dict, d: int, n_heads: int) -> l
     labelled ``encoding+heads …`` (the frequencies differ by group; the bound reads one
     spectrum)."""
     wide = build(encoding, encoding_cfg, d_model=d * n_heads, n_heads=n_heads)
-    if len(wide.groups) == 1:
+    groups = head_groups(wide)
+    if not groups:
         return [(encoding, build(encoding, encoding_cfg, d_model=d), ())]
-    heads = wide.heads(n_heads)
-    return [(f"{encoding}+heads {heads_label(heads, g)}", wide, (g,)) for g in wide.groups]
+    return [(label, wide, (g,)) for g, label in groups.items()]
 
 
 def compute(ctx: Context) -> Measurements:
@@ -116,7 +110,7 @@ def compute(ctx: Context) -> Measurements:
         positions = torch.arange(kc["n_positions"], device=device)
         with torch.no_grad():
             K = module.kernel(positions)
-            by_group = {g: module.kernel(positions, g) for g in _groups(module)}
+            by_group = {g: module.kernel(positions, g) for g in head_groups(module)}
         learned = REGISTRY[encoding].learned
         row = {
             "encoding": encoding,
@@ -129,7 +123,7 @@ def compute(ctx: Context) -> Measurements:
         modules[encoding] = module
         kernels.append((row, K.cpu()))
         properties.append({**row, **kernel_properties(K, cfg["window"])})
-        heads = module.heads(module.params.n_heads)
+        heads = head_layout(module, module.params.n_heads)
         by_head += _group_properties(row, heads, by_group, cfg["window"])
 
     trained = trained_kernels(

@@ -7,7 +7,7 @@ from typing import Any
 import torch
 from torch import Tensor, nn
 
-from posenc.encodings import REGISTRY, PositionalEncoding, build
+from posenc.encodings import REGISTRY, PositionalEncoding, build, head_groups, head_layout
 from posenc.train import load_checkpoint
 
 
@@ -52,7 +52,7 @@ def load_trained(path: str, device: torch.device) -> tuple[PositionalEncoding, d
         "d_model": cfg.d_model,
         "n_heads": cfg.n_heads,
         "causal": cfg.causal,
-        "head_groups": module.heads(cfg.n_heads),
+        "head_groups": head_layout(module, cfg.n_heads),
     }
     return module, info
 
@@ -98,7 +98,7 @@ def trained_kernels(
             K = scored_kernel(module, positions, info["causal"])
             by_group = {
                 g: scored_kernel(module, positions, info["causal"], g).cpu()
-                for g in (module.groups if len(module.groups) > 1 else ())
+                for g in head_groups(module)
             }
         out.append(({**info, "n_positions": n}, K.cpu(), by_group))
     return sorted(out, key=lambda item: (order.index(item[0]["encoding"]), item[0]["seed"]))

@@ -30,6 +30,14 @@ def inverse_frequencies(d: int, base: float, dtype: torch.dtype = torch.float64)
     return base ** (-torch.arange(0, d, 2, dtype=dtype) / d)
 
 
+def base_of(omega: Tensor | None) -> float | None:
+    """b of omega_i = b^(-2i/d), read back from the first two frequencies (omega_0 / omega_1 =
+    b^(2/d), d/2 of them), to 12 digits: the round trip costs a few ulps. None without two."""
+    if omega is None or omega.numel() < 2:
+        return None
+    return float(f"{(omega[0] / omega[1]).item() ** omega.numel():.12g}")
+
+
 def angles(positions: Tensor, d: int, base: float, dtype: torch.dtype = torch.float32) -> Tensor:
     """theta[p, i] = p * omega_i, computed in ``dtype`` (float32 or wider in models).
 

@@ -164,12 +164,22 @@ def heads_label(layout: tuple[int, ...], group: int) -> str:
     return " ".join(str(h) for h, of in enumerate(layout) if of == group)
 
 
+def head_groups(encoding: PositionalEncoding) -> dict[int, str]:
+    """Each group of heads of an encoding whose heads differ, with the name the analyses give
+    it (``name+heads 1 3``), in head order; empty when its heads are alike (one group, measured
+    as one head, as it always was)."""
+    layout = head_layout(encoding, encoding.params.n_heads)
+    if len(set(layout)) == 1:
+        return {}
+    name = encoding.spec.name if encoding.spec is not None else type(encoding).__name__
+    return {g: f"{name}+heads {heads_label(layout, g)}" for g in dict.fromkeys(layout)}
+
+
 def group_calls(encoding: PositionalEncoding) -> list[tuple[int, ...]]:
     """The arguments that ask each group of ``encoding``'s heads for what it computes by
     group (``kernel``, ``frequencies``, ``angle_table``): no argument when its heads are
     alike, so that a subclass written before groups existed is called as it always was."""
-    groups = encoding.groups
-    return [()] if len(groups) == 1 else [(g,) for g in groups]
+    return [(g,) for g in head_groups(encoding)] or [()]
 
 
 class InputEncoding(PositionalEncoding):
