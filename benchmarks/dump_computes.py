@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import json
 import sys
 from pathlib import Path
@@ -35,6 +36,15 @@ def main() -> None:
 
     cfg = merged(config_files(args.config))
     bare = not (root / "posenc" / "shipped").is_dir()
+    if not bare:
+        # posenc.analyses is mapped to the checkout's analyses/ by its install: map it to this
+        # checkout's, whichever checkout is installed.
+        folder = root / "analyses"
+        spec = importlib.util.spec_from_file_location(
+            "posenc.analyses", folder / "__init__.py", submodule_search_locations=[str(folder)]
+        )
+        sys.modules["posenc.analyses"] = module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
     for aid in args.analyses:
         module = importlib.import_module(f"{'' if bare else 'posenc.'}analyses.{aid}.compute")
         if not Path(module.__file__).resolve().is_relative_to(root):
