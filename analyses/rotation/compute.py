@@ -52,7 +52,8 @@ def log_positions(max_log2: int, per_octave: int, generator: torch.Generator) ->
 
 def compute(ctx: Context) -> Measurements:
     """Every number of the analysis; random draws from CPU generators seeded by ``ctx.seed``
-    (in the same order whatever is configured: positions, (q, k), then the fits)."""
+    (in the same order whatever is configured: positions, then (q, k); each fit draws from
+    a generator keyed by its table, :func:`posenc.seeding.keyed_generator`)."""
     cfg, th, device = ctx.cfg, ctx.cfg["thresholds"], ctx.device
     groups = measured(ctx.encodings)
     g = torch.Generator().manual_seed(ctx.seed)
@@ -94,7 +95,7 @@ def compute(ctx: Context) -> Measurements:
         cfg["d_values"],
         cfg["bases"],
         th["linear_map_ulps"],
-        g,
+        ctx.seed,
         device,
     )
     result = {

@@ -11,6 +11,7 @@ from torch import Tensor
 from posenc.encodings import PositionalEncoding, build, override
 from posenc.numerics import apply_rotation_blocks
 from posenc.rounding import angle_dtype, eps
+from posenc.seeding import keyed_generator
 
 
 def blocks_from_row(pe_k: Tensor) -> Tensor:
@@ -130,7 +131,7 @@ def linear_offset_maps(
     d_values: list[int],
     bases: list[float],
     ulps: float,
-    generator: torch.Generator,
+    seed: int,
     device,
 ) -> list[dict]:
     """One least-squares map per (table, d, base, offset) from PE(p) to PE(p+k), in float64.
@@ -141,7 +142,8 @@ def linear_offset_maps(
     disjoint range of the same width. A second fit sees only ``short_span`` of it, to show
     that failure. The tolerance follows the angle rounding of positions up to P in float64:
     ulps · eps · (1 + P + k). Learned tables, at their (random) initialisation, are fitted the
-    same way as a contrast.
+    same way as a contrast. Each map draws from a generator of its own (``seed`` and the
+    map's name), so its numbers do not depend on which other tables are configured.
     """
     rows = []
     n_train, n_test = cfg["n_train"], cfg["n_test"]
@@ -150,6 +152,7 @@ def linear_offset_maps(
         table = build(encoding, config, d_model=d, angle_dtype=torch.float64)
         encode = _rows_of(table.to(device))
         resolved = resolution_span(table_frequencies(encode))
+        generator = keyed_generator(seed, "linear_map", encoding, d, base, k)
         for label, factor in (("full", cfg["train_span"]), ("short", cfg["short_span"])):
             span = max(n_train, int(factor * resolved))
             train = torch.randint(0, span, (n_train,), generator=generator).to(device)
@@ -177,6 +180,7 @@ def linear_offset_maps(
     for encoding, d, k in itertools.product(learned, d_values, cfg["offsets"]):
         if k >= n // 2 or n_train <= d:
             continue
+        generator = keyed_generator(seed, "linear_map", encoding, d, k)
         # The table's initialisation draws from the global generator: seed it from ours.
         torch.manual_seed(int(torch.randint(0, 2**31, (1,), generator=generator)))
         table = build(encoding, encoding_cfg, d_model=d, max_len=n).to(device)
