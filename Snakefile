@@ -1,6 +1,7 @@
 # posenc: one command regenerates the report. Each analysis is a folder, analyses/<id>/, whose
 # torch-free spec the rules read here; rules/analyses.smk builds one rule per spec, and the
-# report's sections follow the order of the analyses in the config. Nothing here imports torch.
+# report's sections follow posenc.analysis.READING_ORDER, whatever order the config lists them
+# in. Nothing here imports torch.
 from functools import partial
 from pathlib import Path
 
@@ -43,8 +44,8 @@ posenc_config.validate_config(
         encoding_metadata.encoding_check(SPECS, ROOT, graph=CODE),
     ],
 )
-# The analyses this config runs, in its order: the report's sections follow it.
-ANALYSES = {name: SPECS[name] for name in config if name in SPECS}
+# The analyses this config runs, in the reading order of every report (SPECS's).
+ANALYSES = {name: spec for name, spec in SPECS.items() if name in config}
 
 # `device: cuda` without a GPU fails now, not after hours of CPU jobs. Only where jobs run on
 # this machine: a SLURM submit host may have no GPU while its compute nodes do (each job

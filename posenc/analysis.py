@@ -290,9 +290,29 @@ def load_spec(path: str | Path) -> AnalysisSpec:
     return spec
 
 
+# The order every report reads the analyses in, whatever order a config lists them in: exact
+# claims first, then costs, then trained models, then other libraries' and the shipped models'
+# code. So a section has the same number in the study's report and in a report card's, whose
+# config is merged in another order. A new analysis is listed here (tests/test_layering.py).
+READING_ORDER = (
+    "equivariance",
+    "similarity",
+    "rotation",
+    "aliasing",
+    "complexity",
+    "extrapolation",
+    "extension",
+    "conformance",
+    "shipped",
+)
+
+
 def discover(root: str | Path) -> dict[str, AnalysisSpec]:
-    """Every ``analyses/<id>/spec.py`` under ``root``, by id; ``root`` must be the checkout
+    """Every ``analyses/<id>/spec.py`` under ``root``, by id, in the reports' reading order
+    (:data:`READING_ORDER`, then any other by id); ``root`` must be the checkout
     installed (:func:`check_installed`), as the specs import from ``posenc.analyses``."""
     check_installed(root)
     specs = [load_spec(p) for p in sorted(Path(root, "analyses").glob("*/spec.py"))]
+    rank = {name: i for i, name in enumerate(READING_ORDER)}
+    specs.sort(key=lambda spec: (rank.get(spec.id, len(rank)), spec.id))
     return {spec.id: spec for spec in specs}

@@ -109,3 +109,18 @@ def test_every_package_is_in_the_packaging():
     assert wanted <= listed, f"pyproject.toml lacks {sorted(wanted - listed)}"
     # No bare top-level package besides posenc: analyses installs only as posenc.analyses.
     assert {p.split(".")[0] for p in listed} == {"posenc"}
+
+
+def test_every_analysis_has_its_place_in_the_reading_order():
+    # Sections are numbered in this order in every report: an analysis left out would still
+    # come last, but its place should be chosen, not fallen into.
+    from posenc.analysis import READING_ORDER
+
+    folders = sorted(p.parent.name for p in ROOT.glob("analyses/*/spec.py"))
+    assert sorted(READING_ORDER) == folders
+
+
+def test_sections_keep_their_numbers_whatever_order_a_config_lists_them_in():
+    from posenc.analysis import READING_ORDER, discover
+
+    assert tuple(discover(ROOT)) == READING_ORDER
