@@ -23,8 +23,8 @@ from pathlib import Path
 import yaml
 
 from posenc.paths import REPORT_PAGE
+from posenc.workflow_root import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 CONFIGS = {"default": None, "test": "test.yaml", "gpu": "gpu.yaml"}
 
 
