@@ -27,10 +27,37 @@ PALETTE = (
 MARKERS = ("o", "s", "D", "^", "v", "P", "X", "<", ">", "*", "h", "p")
 
 
+# One type scale for every figure, in points at the size a figure is drawn. Every figure is drawn
+# at most PAGE_WIDTH_IN wide, the PDF's text column, so the PDF prints these sizes as they are
+# (and the page, 984 CSS px wide at 1280, shows them at ~16 px and more). Tick labels are the
+# largest because a log axis writes 10^k with its exponent at MATH_SHRINK of their size: 12 pt
+# keeps the exponent at 8.4 pt, over the 8 pt floor tests/test_figure_sizes.py holds every
+# figure to. A figure may set a size above these, never below.
+LABEL_PT = 12.0  # axis labels, titles, tick labels
+TEXT_PT = 11.0  # legends, annotations, any other text
+DENSE_PT = 8.0  # the report card's grid, a table drawn as a figure: the floor itself
+MATH_SHRINK = 0.7  # matplotlib's mathtext sub- and superscripts (its SHRINK_FACTOR)
+
+# The PDF's text column (A4 less style.css's 16 mm margins: 178 mm) and the print stylesheet's
+# tallest figure (170 mm, less room for the tight bounding box): a figure drawn within both is
+# printed at its own size, never shrunk.
+PAGE_WIDTH_IN = 6.9
+PAGE_HEIGHT_IN = 6.4
+
+# Lines that are not encodings (thresholds, reference values, chance): greys and dash styles,
+# which no encoding's look uses.
+REFERENCE_COLORS = ("0.25", "0.5", "0.65")
+REFERENCE_DASHES = ((0, (1, 1.5)), (0, (4, 2)), (0, (6, 2, 1, 2)), (0, (2, 3)))
+
+
+def type_sizes() -> tuple[float, ...]:
+    """Every size of the type scale, in points."""
+    return (LABEL_PT, TEXT_PT, DENSE_PT)
+
+
 def theme() -> dict:
     """The rc settings every figure is drawn under: seaborn's "ticks" style at its "notebook"
-    scale (type a little larger than matplotlib's, for figures the page shrinks), lines
-    cycling through :data:`PALETTE`."""
+    scale, its type set to this module's one scale, lines cycling through :data:`PALETTE`."""
     import matplotlib as mpl
     import seaborn as sns
 
@@ -42,7 +69,48 @@ def theme() -> dict:
     # lighter one would all but hide them in print.
     rc["grid.color"] = mpl.rcParamsDefault["grid.color"]
     rc["axes.prop_cycle"] = mpl.cycler(color=list(PALETTE))
+    for key in ("axes.labelsize", "axes.titlesize", "figure.titlesize", "figure.labelsize"):
+        rc[key] = LABEL_PT
+    for key in ("xtick.labelsize", "ytick.labelsize"):
+        rc[key] = LABEL_PT
+    for key in ("font.size", "legend.fontsize", "legend.title_fontsize"):
+        rc[key] = TEXT_PT
     return rc
+
+
+def panel_grid(n: int, ncols: int = 2, panel_height: float = 2.6, **subplots):
+    """A figure of ``n`` panels in rows of at most ``ncols``, :data:`PAGE_WIDTH_IN` wide and
+    ``panel_height`` inches a row, constrained layout: panels wrap to more rows rather than
+    narrowing, so the type keeps its size. Returns the figure and the ``n`` axes, row by row;
+    the grid's leftover cells are removed."""
+    import matplotlib.pyplot as plt
+
+    ncols = max(1, min(ncols, n))
+    nrows = max(1, -(-n // ncols))
+    fig, axes = plt.subplots(
+        nrows,
+        ncols,
+        figsize=(PAGE_WIDTH_IN, min(panel_height * nrows, PAGE_HEIGHT_IN)),
+        squeeze=False,
+        layout="constrained",
+        **subplots,
+    )
+    for ax in axes.flat[n:]:
+        ax.remove()
+    return fig, list(axes.flat[:n])
+
+
+def reference_line(ax, value: float, k: int = 0, axis: str = "y", **line) -> None:
+    """A horizontal (``axis="y"``) or vertical reference at ``value``, the ``k``-th of its
+    figure: grey and dashed, so that no reader takes it for an encoding."""
+    draw = ax.axhline if axis == "y" else ax.axvline
+    style = {
+        "color": REFERENCE_COLORS[k % len(REFERENCE_COLORS)],
+        "ls": REFERENCE_DASHES[k % len(REFERENCE_DASHES)],
+        "lw": 1.1,
+        "zorder": 1,
+    }
+    draw(value, **{**style, **line})
 
 
 def themed(figure: Callable) -> Callable:
@@ -80,8 +148,8 @@ def nothing_to_show(what: str):
     failing on an empty log-scaled axis."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 1.2))
-    ax.text(0.5, 0.5, what, ha="center", va="center", fontsize=10, wrap=True)
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 1.2))
+    ax.text(0.5, 0.5, what, ha="center", va="center", wrap=True)
     ax.set_axis_off()
     return fig
 

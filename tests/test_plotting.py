@@ -13,7 +13,19 @@ from workflow_utils import ROOT
 from posenc import card
 from posenc.analysis import discover
 from posenc.io import save_figure
-from posenc.plotting import PALETTE, estimate_band, theme, themed
+from posenc.plotting import (
+    MATH_SHRINK,
+    PAGE_HEIGHT_IN,
+    PAGE_WIDTH_IN,
+    PALETTE,
+    estimate_band,
+    panel_grid,
+    reference_line,
+    style,
+    theme,
+    themed,
+    type_sizes,
+)
 
 matplotlib.use("Agg")
 
@@ -121,3 +133,42 @@ def test_the_svg_is_the_same_bytes_from_two_processes(tmp_path):
     first = (tmp_path / "first.svg").read_bytes()
     assert b"1.23e+05" in first  # the numbers as text, as the PDF prints them
     assert first == (tmp_path / "second.svg").read_bytes()
+
+
+def test_the_theme_takes_every_size_from_the_one_scale():
+    rc = theme()
+    keys = ("font.size", "axes.labelsize", "axes.titlesize", "xtick.labelsize",
+            "ytick.labelsize", "legend.fontsize", "legend.title_fontsize")  # fmt: skip
+    assert {rc[k] for k in keys} <= set(type_sizes())
+    # A log axis writes 10^k with its exponent at MATH_SHRINK of the tick labels' size: it
+    # too stays at the smallest size of the scale, the printed floor.
+    assert rc["ytick.labelsize"] * MATH_SHRINK >= min(type_sizes())
+
+
+def test_panels_wrap_into_rows_within_the_page():
+    import matplotlib.pyplot as plt
+
+    fig, axes = themed(panel_grid)(5, ncols=2, panel_height=2.0)
+    width, height = fig.get_size_inches()
+    assert len(axes) == 5 and len(fig.axes) == 5  # the grid's sixth cell removed
+    assert width == PAGE_WIDTH_IN and height == min(3 * 2.0, PAGE_HEIGHT_IN)
+    assert {round(ax.get_position().x0, 2) for ax in axes} == {
+        round(axes[0].get_position().x0, 2),
+        round(axes[1].get_position().x0, 2),
+    }  # two columns, three rows
+    plt.close(fig)
+
+
+def test_a_reference_line_is_no_encoding_colour():
+    import matplotlib.pyplot as plt
+    from matplotlib import colors
+
+    from posenc.encodings import REGISTRY
+
+    fig, ax = plt.subplots()
+    for k in range(4):
+        reference_line(ax, k, k)
+    encoding_colours = {colors.to_hex(style(name)["color"]) for name in REGISTRY}
+    drawn = [colors.to_hex(line.get_color()) for line in ax.get_lines()]
+    assert not set(drawn) & encoding_colours
+    plt.close(fig)

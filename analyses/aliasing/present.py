@@ -4,7 +4,7 @@ angles are panels, one per configured encoding that has one, styled from the reg
 import math
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style, themed
+from posenc.plotting import PAGE_WIDTH_IN, panel_grid, style, themed
 
 from .compute import _find
 
@@ -28,19 +28,9 @@ def _variant_styles(variants: list[str]) -> dict[str, dict]:
     return out
 
 
-def _panels(n: int, width: float = 5.5):
-    """One panel per table, side by side, sharing the y axis (at least one panel)."""
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(
-        1,
-        max(n, 1),
-        figsize=(width * max(n, 1), 3.8),
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
-    return fig, list(axes[0])
+def _panels(n: int, panel_height: float = 2.6):
+    """One panel per table, two a row, sharing the y axis (at least one panel)."""
+    return panel_grid(max(n, 1), ncols=2, panel_height=panel_height, sharey=True)
 
 
 def _title(ax, table: dict, what: str = "") -> None:
@@ -69,17 +59,12 @@ def figure_min_distance(m: Measurements, ctx: Context):
 
     cfg = ctx.cfg
     bases = cfg["exact"]["bases"]
-    fig, axes = plt.subplots(
-        1,
-        len(bases),
-        figsize=(5.2 * len(bases), 3.8),
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
+    fig, axes = panel_grid(len(bases), ncols=2, panel_height=3.6, sharey=True)
+    if len(bases) == 1:
+        fig.set_figwidth(PAGE_WIDTH_IN * 0.75)
     cmap = plt.get_cmap("viridis")
     ds = cfg["exact"]["d_values"]
-    for ax, base in zip(axes[0], bases):
+    for ax, base in zip(axes, bases):
         for j, d in enumerate(ds):
             rows = _find(m.rows["min_distance"], d=d, base=base)
             ax.plot(
@@ -92,8 +77,8 @@ def figure_min_distance(m: Measurements, ctx: Context):
             )
         ax.set(xscale="log", yscale="log", xlabel="L (positions 0..L−1)", title=f"base {base:g}")
         ax.grid(alpha=0.3, which="both")
-    axes[0][0].set_ylabel("min ‖PE(p) − PE(q)‖ over p ≠ q < L")
-    axes[0][-1].legend(fontsize=7)
+    axes[0].set_ylabel("min ‖PE(p) − PE(q)‖ over p ≠ q < L")
+    axes[-1].legend()
     return fig
 
 
@@ -101,7 +86,7 @@ def figure_min_distance(m: Measurements, ctx: Context):
 def figure_spectra(m: Measurements, ctx: Context):
     """Every table's frequency per pair, side by side; pairs that never turn at the bottom."""
     spectra = m.summary["spectra"]
-    fig, axes = _panels(len(spectra), width=3.2)
+    fig, axes = _panels(len(spectra))
     if not spectra:
         _none_configured(axes[0])
         return fig
@@ -118,9 +103,9 @@ def figure_spectra(m: Measurements, ctx: Context):
             ax.plot(still, [floor] * len(still), marker="x", color="0.45", ls="", ms=4)
         ax.set_yscale("log")
         ax.set_xlabel("pair i of the vector")
-        ax.set_title(f"{row['encoding']} ({len(moving)} of {row['pairs']} turn)", fontsize=9)
+        ax.set_title(f"{row['encoding']} ({len(moving)} of {row['pairs']} turn)")
         ax.grid(alpha=0.3)
-    axes[0].set_ylabel("ω_i (radians per position); x: never turns")
+    axes[0].set_ylabel("ω_i (rad per position)\nx: never turns")
     return fig
 
 
@@ -147,7 +132,7 @@ def _curves_by_table(m: Measurements, rows: str, y: str, ylabel: str, axis: dict
         _none_configured(axes[0])
     axes[0].set_ylabel(ylabel)
     if tables:
-        fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
 
 
@@ -163,19 +148,11 @@ def figure_distinct(m: Measurements, ctx: Context):
 def figure_errors(m: Measurements, ctx: Context):
     """Angle error (every table in one panel) and encoding error (a panel per table) against
     the position."""
-    import matplotlib.pyplot as plt
-
     tables, variants = m.summary["tables"], m.summary["variants"]
     errors = m.rows["errors"]
     styles = _variant_styles(variants)
-    fig, axes = plt.subplots(
-        1,
-        1 + len(tables),
-        figsize=(5 * (1 + len(tables)), 3.8),
-        layout="constrained",
-        squeeze=False,
-    )
-    axes = list(axes[0])
+    # Two panels a row: a row of every panel was drawn 15 inches wide.
+    fig, axes = panel_grid(1 + len(tables), ncols=2, panel_height=3.0)
     angle_names = sorted({r["variant"] for r in errors if r["quantity"] == "angle"})
     for i, table in enumerate(tables):
         name = table["encoding"]
@@ -199,9 +176,7 @@ def figure_errors(m: Measurements, ctx: Context):
         ylabel="max_i |θ̂_i − θ_i| (rad)",
         title="angle error (naive dtypes)",
     )
-    if tables:
-        axes[0].legend(fontsize=6)
-    else:
+    if not tables:
         _none_configured(axes[0])
     for ax, table in zip(axes[1:], tables):
         for variant in variants:
@@ -214,9 +189,13 @@ def figure_errors(m: Measurements, ctx: Context):
                 **styles[variant],
             )
         ax.set(xscale="log", yscale="log", xlabel="position p", ylabel="max |row − exact row|")
-        _title(ax, table, " encoding error")
+        _title(ax, table, "\nencoding error")
     if tables:
-        axes[-1].legend(fontsize=6)
+        # Both panels' keys in one legend below them: the angle lines' (a line style per
+        # table, a colour per dtype) and the encoding errors' (a colour per stored dtype).
+        handles, labels = axes[0].get_legend_handles_labels()
+        more, more_labels = axes[-1].get_legend_handles_labels()
+        fig.legend(handles + more, labels + more_labels, loc="outside lower center", ncol=2)
     for ax in axes:
         ax.grid(alpha=0.3, which="both")
     return fig

@@ -3,7 +3,7 @@
 import numpy as np
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style, themed
+from posenc.plotting import PAGE_WIDTH_IN, panel_grid, reference_line, style, themed
 
 from .compute import ATTENTION
 
@@ -13,14 +13,15 @@ WIDTH_LINES = ("-", "--", ":", "-.")
 
 
 def _width_panels(widths):
-    """One panel per width, side by side, sharing the y axis: (figure, axes row)."""
-    import matplotlib.pyplot as plt
+    """One panel per width, one above the other, sharing the axes: (figure, axes). A row of
+    every width was drawn 4.2 inches a panel, and shrunk to the page with its type."""
+    fig, axes = panel_grid(len(widths), ncols=1, panel_height=3.0, sharex=True, sharey=True)
+    return fig, axes
 
-    fig, axes = plt.subplots(
-        1, len(widths), figsize=(4.2 * len(widths), 4.4), layout="constrained", sharey=True,
-        squeeze=False,
-    )  # fmt: skip
-    return fig, axes[0]
+
+def _legend_beside(ax, **kws) -> None:
+    """The panel's legend to its right, outside the data: an encoding's lines are never hidden."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False, **kws)
 
 
 def look(name: str) -> dict:
@@ -60,8 +61,8 @@ def figure_scaling(m: Measurements, ctx: Context):
             title=f"d = {d}, {d // cfg['head_dim']} heads, batch {cfg['batch']}",
         )
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6, title="slope of t − t₀", title_fontsize=6)
-    axes[0].set_ylabel("median seconds per call")
+        _legend_beside(ax, title="slope of t − t₀")
+        ax.set_ylabel("median s per call")
     return fig
 
 
@@ -83,7 +84,9 @@ def figure_memory(m: Measurements, ctx: Context):
     bytes, with the machine's cache sizes as vertical lines."""
     import matplotlib.pyplot as plt
 
-    fig, (top, bottom) = plt.subplots(2, 1, figsize=(7.5, 6.0), layout="constrained", sharex=True)
+    fig, (top, bottom) = plt.subplots(
+        2, 1, figsize=(PAGE_WIDTH_IN, 6.2), layout="constrained", sharex=True
+    )
     timings = [r for r in m.rows["timings"] if r["workload"] != ATTENTION and r["length"] > 1]
     lines = dict(zip(m.summary["d_models"], WIDTH_LINES * 4))
     for name, d in dict.fromkeys((r["workload"], r["d_model"]) for r in timings):
@@ -99,7 +102,7 @@ def figure_memory(m: Measurements, ctx: Context):
             bottom.plot(*zip(*fresh), **kw)
     for c in m.timing.get("machine", {}).get("caches", {}).get("levels", []):
         for ax in (top, bottom):
-            ax.axvline(c["bytes"], color="grey", lw=0.8, ls="--")
+            reference_line(ax, c["bytes"], axis="x", lw=0.8)
         top.annotate(
             f"L{c['level']} {size_text(c['bytes'])}",
             (c["bytes"], 1),
@@ -107,8 +110,7 @@ def figure_memory(m: Measurements, ctx: Context):
             rotation=90,
             va="top",
             ha="right",
-            fontsize=6,
-            color="grey",
+            color="0.35",
         )
     top.set(xscale="log", yscale="log", ylabel="ns per output byte")
     bottom.set(xscale="log", xlabel="output bytes per call", ylabel="fresh bytes / output bytes")
@@ -117,7 +119,7 @@ def figure_memory(m: Measurements, ctx: Context):
     bottom.set_ylim(0, 2 * max(highest, 1))
     for ax in (top, bottom):
         ax.grid(alpha=0.3, which="both")
-    fig.legend(*top.get_legend_handles_labels(), loc="outside right upper", fontsize=6)
+    fig.legend(*top.get_legend_handles_labels(), loc="outside right upper", frameon=False)
     return fig
 
 
@@ -265,15 +267,14 @@ def figure_fractions(m: Measurements, ctx: Context):
                 label=name,
                 **look(name),
             )
-        ax.axhline(bound, color="grey", ls="--", lw=1)
+        reference_line(ax, bound)
         ax.annotate(
             f"tables' bound {bound:g}",
             (0.02, bound),
             xycoords=("axes fraction", "data"),
             ha="left",
             va="bottom",
-            fontsize=6,
-            color="grey",
+            color="0.35",
         )
         ax.set(
             xscale="log",
@@ -282,8 +283,8 @@ def figure_fractions(m: Measurements, ctx: Context):
             title=f"d = {d}, {d // ctx.cfg['head_dim']} heads",
         )
         ax.grid(alpha=0.3, which="both")
-        ax.legend(fontsize=6)
-    axes[0].set_ylabel("encoding time / one attention layer's time")
+        _legend_beside(ax)
+        ax.set_ylabel("encoding time /\nattention layer time")
     return fig
 
 

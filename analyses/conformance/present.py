@@ -2,7 +2,7 @@
 a library that is not installed shows n/a and the reason."""
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import themed
+from posenc.plotting import panel_grid, reference_line, themed
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
 # One look per implementation, in the order compute lists them (ours first).
@@ -27,22 +27,13 @@ def _look(names: list[str], name: str) -> dict:
 @themed
 def figure_traps(m: Measurements, ctx: Context):
     """Angle error against position, log-log: a panel per path, a line per implementation."""
-    import matplotlib.pyplot as plt
-
     paths = m.summary["paths"]
     curve = m.rows["trap_curve"]
     names = list(dict.fromkeys(r["library"] for r in m.rows["traps"]))
-    fig, axes = plt.subplots(
-        1,
-        len(paths),
-        figsize=(3.2 * len(paths), 3.4),
-        sharex=True,
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
+    # Two panels a row: a row of every path was drawn 16 inches wide.
+    fig, axes = panel_grid(len(paths), ncols=2, panel_height=2.3, sharex=True, sharey=True)
     threshold = ctx.cfg["thresholds"]["trap_angle_rad"]
-    for ax, path in zip(axes[0], paths):
+    for ax, path in zip(axes, paths):
         for name in names:
             points = [r for r in curve if (r["library"], r["path"]) == (name, path)]
             if not points:
@@ -55,11 +46,13 @@ def figure_traps(m: Measurements, ctx: Context):
                 label=name,
                 **_look(names, name),
             )
-        ax.axhline(threshold, color="grey", lw=1.5, alpha=0.7, label="threshold")
-        ax.set(xscale="log", yscale="log", title=path.replace("_", " "), xlabel="position p")
+        reference_line(ax, threshold, label="threshold")
+        ax.set(xscale="log", yscale="log", title=path.replace("_", " "))
         ax.grid(alpha=0.3, which="both")
-    axes[0][0].set_ylabel("max |applied angle − p·ω| (rad)")
-    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+        ax.set_xlabel("position p")
+        ax.label_outer()  # the x labels of the bottom row, the y labels of the first column
+    fig.supylabel("max |applied angle − p·ω| (rad)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
 

@@ -3,7 +3,7 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import themed
+from posenc.plotting import PAGE_WIDTH_IN, panel_grid, themed
 
 from .compute import _select
 
@@ -68,17 +68,16 @@ def _floor(m: Measurements) -> float:
 @themed
 def figure_permutation(m: Measurements, ctx: Context):
     """The permutation error per case, bidirectional and causal side by side."""
-    import matplotlib.pyplot as plt
-
     cfg = ctx.cfg
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.8), sharey=True, layout="constrained")
+    # One above the other: side by side, each panel's encodings would need half the width.
+    fig, axes = panel_grid(2, ncols=1, panel_height=2.9, sharey=True)
     for ax, attention in zip(axes, ("bidirectional", "causal")):
         rows = [r for r in m.rows["permutation_errors"] if r["attention"] == attention]
         _error_panel(ax, rows, ctx.encodings, cfg["dtypes"], _depths(cfg), _floor(m))
         _thresholds(ax, m.summary["tolerance"], cfg["thresholds"]["broken_min"])
         ax.set_title(f"{attention} attention")
     axes[0].set_ylabel("max|f(PX) − P f(X)| / max|f(X)|")
-    fig.legend(*axes[0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
 
@@ -88,12 +87,12 @@ def figure_shift(m: Measurements, ctx: Context):
     import matplotlib.pyplot as plt
 
     cfg = ctx.cfg
-    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 4.2), layout="constrained")
     _error_panel(ax, m.rows["shift_errors"], ctx.encodings, cfg["dtypes"], _depths(cfg), _floor(m))
     _thresholds(ax, m.summary["tolerance"], cfg["thresholds"]["broken_min"])
     ax.set_ylabel("max|f(X; p+c) − f(X; p)| / max|f(X)|")
     ax.set_title("shifting every position by the same c")
-    fig.legend(*ax.get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    fig.legend(*ax.get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import estimate_band, style, themed
+from posenc.plotting import estimate_band, panel_grid, reference_line, style, themed
 
 from .spec import CONTROL
 
@@ -56,12 +56,10 @@ def _band(ax, xs, cells, color, marker, ls, label):
 @themed
 def figure_zero_shot(m: Measurements, ctx: Context):
     """Bits/char against length, each method at s = L / L_train, no fine-tuning."""
-    import matplotlib.pyplot as plt
-
     s = m.summary
     encodings = s["encodings"]
-    fig, axes = plt.subplots(1, len(encodings), figsize=(6.5 * len(encodings), 4.2), squeeze=False)
-    for ax, e in zip(axes[0], encodings):
+    fig, axes = panel_grid(len(encodings), ncols=1, panel_height=3.6)
+    for ax, e in zip(axes, encodings):
         for method in ["plain", *s["methods"]]:
             cells = [
                 c
@@ -76,28 +74,30 @@ def figure_zero_shot(m: Measurements, ctx: Context):
             xs = [c["multiplier"] * s["train_len"] for c in cells]
             color, marker, ls = _look(method, e)
             _band(ax, xs, cells, color, marker, ls, f"{e}" if method == "plain" else method)
-        ax.axvline(s["train_len"], color="0.6", lw=0.8, ls="--")
+        reference_line(ax, s["train_len"], axis="x", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xticks([k * s["train_len"] for k in s["multipliers"]])
         ax.set_xticklabels([str(k * s["train_len"]) for k in s["multipliers"]])
         ax.set_xlabel("evaluation length L (tokens)")
-        ax.set_ylabel("validation bits/char (mode b)")
-        ax.set_title(f"{e}: zero-shot, s = L / L_train", fontsize=10)
+        ax.set_ylabel("bits/char (mode b)")
+        ax.set_title(f"{e}: zero-shot, s = L / L_train")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        _legend_beside(ax)
     return fig
+
+
+def _legend_beside(ax) -> None:
+    """The panel's legend to its right, outside the data: a method's line is never hidden."""
+    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
 
 
 @themed
 def figure_finetune(m: Measurements, ctx: Context):
     """Bits/char at s x L_train against fine-tuning steps, one panel per (encoding, scale)."""
-    import matplotlib.pyplot as plt
-
     s = m.summary
     panels = [(e, x) for e in s["encodings"] for x in s["scales"]]
-    fig, axes = plt.subplots(1, len(panels), figsize=(5 * len(panels), 4), squeeze=False)
-    for ax, (e, scale) in zip(axes[0], panels):
+    fig, axes = panel_grid(len(panels), ncols=1, panel_height=3.4)
+    for ax, (e, scale) in zip(axes, panels):
         for method in s["methods"]:
             cells = [
                 c
@@ -124,11 +124,10 @@ def figure_finetune(m: Measurements, ctx: Context):
             steps = [c["step"] for c in control]
             _band(ax, steps, control, *CONTROL_LOOK, f"{CONTROL_LABEL} (at L_train)")
         ax.set_xlabel("fine-tuning steps")
-        ax.set_ylabel(f"bits/char at {scale} x L_train (mode b)")
-        ax.set_title(f"{e}, s = {scale} (L = {scale * s['train_len']})", fontsize=10)
+        ax.set_ylabel(f"bits/char at {scale}x\nL_train (mode b)")
+        ax.set_title(f"{e}, s = {scale} (L = {scale * s['train_len']})")
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        _legend_beside(ax)
     return fig
 
 
@@ -246,18 +245,10 @@ def table_training(m: Measurements, ctx: Context):
 @themed
 def figure_stretch(m: Measurements, ctx: Context):
     """Bits/char against length for every stretched LM, one panel per encoding."""
-    import matplotlib.pyplot as plt
-
     s = m.summary
     encodings = s["stretch_encodings"]
-    ncols = min(4, len(encodings))
-    nrows = -(-len(encodings) // ncols)
-    fig, axes = plt.subplots(
-        nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False, sharex=True
-    )
-    for ax in axes.flat[len(encodings) :]:
-        ax.set_visible(False)
-    for ax, e in zip(axes.flat, encodings):
+    fig, axes = panel_grid(len(encodings), ncols=1, panel_height=2.6, sharex=True)
+    for ax, e in zip(axes, encodings):
         arms = list(dict.fromkeys(c["arm"] for c in s["stretch"] if c["encoding"] == e))
         for arm in arms:
             cells = [
@@ -269,18 +260,15 @@ def figure_stretch(m: Measurements, ctx: Context):
                 xs = [c["multiplier"] * s["train_len"] for c in cells]
                 color, marker, ls = _look(arm, e)
                 _band(ax, xs, cells, color, marker, ls, ARM_LABELS.get(arm, arm))
-        ax.axvline(s["train_len"], color="0.6", lw=0.8, ls="--")
+        reference_line(ax, s["train_len"], axis="x", lw=0.8)
         ax.set_xscale("log", base=2)
         ax.set_xticks([k * s["train_len"] for k in s["multipliers"]])
-        ax.set_xticklabels([str(k * s["train_len"]) for k in s["multipliers"]], fontsize=8)
-        ax.set_title(e, fontsize=10)
+        ax.set_xticklabels([str(k * s["train_len"]) for k in s["multipliers"]])
+        ax.set_title(e, color=style(e)["color"])
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    for ax in axes[-1]:
-        ax.set_xlabel("evaluation length L (tokens)")
-    for ax in axes[:, 0]:
-        ax.set_ylabel("bits/char (mode b)")
-    fig.tight_layout()
+        _legend_beside(ax)
+        ax.set_ylabel("bits/char")
+    axes[-1].set_xlabel("evaluation length L (tokens)")
     return fig
 
 

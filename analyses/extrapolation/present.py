@@ -6,7 +6,7 @@ dashed or dotted line and a hollow marker of its own, so the plain model and its
 apart in one colour."""
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import estimate_band, style, themed
+from posenc.plotting import PAGE_WIDTH_IN, estimate_band, panel_grid, reference_line, style, themed
 from posenc.variants import split_model
 
 from .present_mechanism import figure_mechanism, table_mechanism  # noqa: F401 -- the spec's
@@ -87,22 +87,13 @@ def _series_look(series: dict) -> dict:
     }
 
 
-def _baseline_lines(ax, baselines: dict[str, float], label_x: float) -> None:
-    """The corpus reference points as labelled horizontal grey lines."""
+def _baseline_lines(ax, baselines: dict[str, float]) -> None:
+    """The corpus reference points as grey horizontal lines, each its own dashes, named in the
+    legend: written beside the lines, close values (a 4-gram's and a 5-gram's) overlapped and
+    one line struck through the other's label."""
     for i, name in enumerate(b for b in BASELINES if b in baselines):
         value = baselines[name]
-        ax.axhline(value, color="0.55", lw=0.9, ls=(0, (1 + i, 2)), zorder=0)
-        ax.annotate(
-            f"{name} {value:.2f}",
-            (label_x, value),
-            xycoords=("axes fraction", "data"),
-            xytext=(0, 2),
-            textcoords="offset points",
-            ha="right" if label_x > 0.5 else "left",
-            va="bottom",
-            fontsize=7,
-            color="0.35",
-        )
+        reference_line(ax, value, i, label=f"{name} {value:.2f}")
 
 
 def _length_axis(ax, lengths: list[int]) -> None:
@@ -119,11 +110,11 @@ def _length_axis(ax, lengths: list[int]) -> None:
 @themed
 def figure_bits_vs_length(m: Measurements, ctx: Context):
     """Bits/char versus evaluation length (log x), both scoring modes, estimate and interval."""
-    import matplotlib.pyplot as plt
 
     lm, s = lm_cells(m), m.summary
     train_len = m.evidence["train_len"]
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    # One above the other, sharing the x axis: side by side they were drawn 11 inches wide.
+    fig, axes = panel_grid(2, ncols=1, panel_height=2.6, sharex=True, sharey=True)
     for ax, mode in zip(axes, ("all", "segment")):
         for series in s["series"]:
             name = series["name"]
@@ -147,17 +138,14 @@ def figure_bits_vs_length(m: Measurements, ctx: Context):
                 6 if look["hollow"] else 4,
                 hollow=look["hollow"],
             )
-        _baseline_lines(ax, s.get("baselines", {}), 0.99)
+        _baseline_lines(ax, s.get("baselines", {}))
         ax.axvline(train_len, color="0.6", lw=0.8, ls="--")
         _length_axis(ax, [k * train_len for k in s["multipliers"]])
-        ax.set_xlabel("evaluation length L (tokens)")
-        ax.set_title(TITLES[mode], fontsize=10)
-    axes[0].set_ylabel("validation loss (bits/char)")
+        ax.set_title(TITLES[mode])
+        ax.set_ylabel("loss (bits/char)")
+    axes[-1].set_xlabel("evaluation length L (tokens)")
     handles, labels = axes[0].get_legend_handles_labels()
-    ncol = min(len(labels), 6)
-    rows = -(-len(labels) // ncol)
-    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
-    fig.tight_layout(rect=(0, 0.045 * rows + 0.02, 1, 1))
+    fig.legend(handles, labels, loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
@@ -167,7 +155,7 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
     import matplotlib.pyplot as plt
 
     passkey, s = passkey_cells(m), m.summary
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 4), layout="constrained")
     n_train = s["passkey_train_len"]
     n = len(s["passkey_encodings"])
     for i, enc in enumerate(s["passkey_encodings"]):
@@ -192,29 +180,27 @@ def figure_passkey_accuracy(m: Measurements, ctx: Context):
             lw=1.0,
         )
     chance = m.evidence["passkey_chance"]
-    ax.axhline(chance, color="0.5", lw=0.8, ls=":", label=f"chance ({chance:.2g})")
+    reference_line(ax, chance, label=f"chance ({chance:.2g})")
     ax.axvline(n_train, color="0.6", lw=0.8, ls="--")
     _length_axis(ax, [k * n_train for k in s["passkey_multipliers"]])
     ax.set_ylim(0, 1.02)
     ax.set_xlabel("sequence length (tokens)")
     ax.set_ylabel("exact-match accuracy")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
+    ax.legend()
     return fig
 
 
 @themed
 def figure_training_curves(m: Measurements, ctx: Context):
     """Training loss per step (moving average), mean over seeds, per task and encoding."""
-    import matplotlib.pyplot as plt
 
     curves: dict[str, dict[str, list[tuple[int, float]]]] = {}
     for r in m.rows["training_curves"]:
         curves.setdefault(r["task"], {}).setdefault(r["encoding"], []).append(
             (r["step"], r["smoothed"])
         )
-    fig, axes = plt.subplots(1, len(curves), figsize=(5.5 * len(curves), 4), squeeze=False)
-    for ax, task in zip(axes[0], sorted(curves)):
+    fig, axes = panel_grid(len(curves), ncols=1, panel_height=3.0)
+    for ax, task in zip(axes, sorted(curves)):
         for enc, points in curves[task].items():  # in registry order (compute sorted them)
             look = _model_look(enc)
             ax.plot(
@@ -226,12 +212,11 @@ def figure_training_curves(m: Measurements, ctx: Context):
                 label=enc,
             )
         if task == "lm":  # bits/char: the corpus reference points apply
-            _baseline_lines(ax, m.summary.get("baselines", {}), 0.99)
+            _baseline_lines(ax, m.summary.get("baselines", {}))
         title, ylabel = TASKS.get(task, (task, "training loss"))
-        ax.set_title(title, fontsize=10)
+        ax.set_title(title)
         ax.set_xlabel("step")
         ax.set_ylabel(ylabel)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
+        ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), frameon=False)
     return fig

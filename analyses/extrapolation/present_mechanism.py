@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import style, themed
+from posenc.plotting import panel_grid, style, themed
 
 
 def _interval(row: dict, key: str) -> dict | None:
@@ -23,15 +23,14 @@ def figure_mechanism(m: Measurements, ctx: Context):
     """At the longest length: the loss rise against the entropy rise and against the mass past
     L_train, one point per encoding (hollow: its LMs did not learn), with the rank
     correlation over those that learned."""
-    import matplotlib.pyplot as plt
 
     rows = _mean_rows(m)
     longest = max((r["multiplier"] for r in rows), default=1)
     at = [r for r in rows if r["multiplier"] == longest and r["bits_rise"] is not None]
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    fig, axes = panel_grid(2, ncols=2, panel_height=3.4)
     panels = (
-        ("entropy_rise", "entropy rise from 1x (normalised)", "entropy_rank_correlation"),
-        ("far_mass", "attention mass at distances >= L_train", "far_mass_rank_correlation"),
+        ("entropy_rise", "entropy rise from 1x\n(normalised)", "entropy_rank_correlation"),
+        ("far_mass", "attention mass at\ndistances >= L_train", "far_mass_rank_correlation"),
     )
     for ax, (key, label, rho_key) in zip(axes, panels):
         for r in at:
@@ -53,12 +52,12 @@ def figure_mechanism(m: Measurements, ctx: Context):
                 label=r["encoding"],
             )
         rho = m.evidence.get(rho_key, {}).get(f"{longest}x")
-        ax.set_title(f"Spearman rho {interval_text(rho, 2)}" if rho else "rho: too few encodings")
+        ax.set_title(f"Spearman rho\n{interval_text(rho, 2)}" if rho else "rho: too few encodings")
         ax.set_xlabel(label)
-        ax.set_ylabel(f"bits/char rise, 1x to {longest}x")
         ax.grid(alpha=0.3)
-    axes[0].legend(fontsize=7, ncol=2)
-    fig.tight_layout()
+    axes[0].set_ylabel(f"bits/char rise, 1x to {longest}x")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 

@@ -3,7 +3,7 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import nothing_to_show, style, themed
+from posenc.plotting import nothing_to_show, panel_grid, reference_line, style, themed
 
 FLOOR = 2.0**-52 / 8  # exact zeros are drawn here, below every error (eps(float64) / 8)
 # Score-shift cases by line style: storage dtype, then the naive case (angles in it too).
@@ -13,23 +13,14 @@ LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 @themed
 def figure_identity(m: Measurements, ctx: Context):
     """The identity's error against the position: a row per base, a column per dtype."""
-    import matplotlib.pyplot as plt
-
     cfg = ctx.cfg
     if not m.summary["fixed_tables"]:
         return nothing_to_show("No fixed sinusoidal table among this run's encodings.")
     d, bases, dtypes = m.summary["identity_figure_d"], cfg["bases"], cfg["dtypes"]
-    fig, axes = plt.subplots(
-        len(bases),
-        len(dtypes),
-        figsize=(4.2 * len(dtypes), 3.4 * len(bases)),
-        sharex=True,
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
-    for (i, base), (j, dt) in itertools.product(enumerate(bases), enumerate(dtypes)):
-        ax = axes[i][j]
+    # A panel per (base, dtype), two a row: a row of every dtype was drawn 13 inches wide.
+    cases = list(itertools.product(bases, dtypes))
+    fig, axes = panel_grid(len(cases), ncols=2, panel_height=2.4, sharex=True, sharey=True)
+    for ax, (base, dt) in zip(axes, cases):
         bound: dict[int, float] = {}
         for encoding in m.summary["fixed_tables"]:
             by_p: dict[int, float] = {}
@@ -49,13 +40,12 @@ def figure_identity(m: Measurements, ctx: Context):
             )
         ps = sorted(p for p in bound if p > 0)
         ax.plot(ps, [bound[p] for p in ps], color="black", lw=1, ls="--", label="rounding bound")
-        ax.set(xscale="log", yscale="log", title=f"{dt}, d = {d}, base {base:g}")
+        ax.set(xscale="log", yscale="log", title=f"{dt}, base {base:g}")
         ax.grid(alpha=0.3, which="both")
-    for ax in axes[-1]:
         ax.set_xlabel("position p")
-    for row in axes:
-        row[0].set_ylabel("max |R(k) PE(p) − PE(p+k)| over k")
-    fig.legend(*axes[0][0].get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+        ax.label_outer()  # the x labels of the bottom row, the y labels of the first column
+    fig.supylabel(f"max |R(k) PE(p) − PE(p+k)| over k  (d = {d})")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
 
@@ -63,9 +53,8 @@ def figure_identity(m: Measurements, ctx: Context):
 def figure_score_shift(m: Measurements, ctx: Context):
     """The largest score change under a common shift, per qk encoding and dtype case, and its
     ratio to the rounding bound (the registry's angles; the naive case is held to it too)."""
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12.5, 3.9), layout="constrained")
+    # One above the other: side by side they were drawn 12.5 inches wide.
+    fig, (ax, bx) = panel_grid(2, ncols=1, panel_height=3.0, sharex=True)
     rows = m.rows["score_shift"]
     cases = list(dict.fromkeys((r["dtype"], r["angles"], r["naive"]) for r in rows))
     for encoding in m.summary["qk_measured"]:
@@ -86,7 +75,7 @@ def figure_score_shift(m: Measurements, ctx: Context):
             ax.plot(positions, [max(r["max_deviation"], FLOOR) for r in case], **line)
             bx.plot(positions, [r["deviation_over_tolerance"] for r in case], **line)
     limit = ctx.cfg["thresholds"]["max_over_bound"]
-    bx.axhline(limit, color="grey", lw=1.5, alpha=0.7, label="limit of the claims")
+    reference_line(bx, limit, label="limit of the claims")
     for dt, first in m.summary["naive_exact_integers"].items():
         for a_ in (ax, bx):
             a_.axvline(first, color="grey", lw=0.8, ls="--")
@@ -95,26 +84,24 @@ def figure_score_shift(m: Measurements, ctx: Context):
             (first, limit),
             xytext=(3, 4),
             textcoords="offset points",
-            fontsize=7,
-            color="grey",
+            color="0.35",
         )
     ax.set(
         xscale="log",
         yscale="log",
-        xlabel="largest absolute position P",
-        ylabel="max |s(p+s, p'+s) − s(p, p')| / ‖q‖‖k‖",
+        ylabel="max |Δs| / ‖q‖‖k‖",
         title=f"(a) score change, head width {ctx.cfg['qk']['head_dim']}",
     )
     bx.set(
         xscale="log",
         yscale="log",
         xlabel="largest absolute position P",
-        ylabel="largest change / its rounding bound",
+        ylabel="change / its bound",
         title="(b) against the bound of the registry's angles",
     )
     for a_ in (ax, bx):
         a_.grid(alpha=0.3, which="both")
-    fig.legend(*bx.get_legend_handles_labels(), fontsize=7, loc="outside right upper")
+    fig.legend(*bx.get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
 
 

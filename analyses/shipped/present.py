@@ -1,8 +1,10 @@
 """Shipped-configs figures and tables: one function per figure and per table of the spec.
 Model × property grid colouring is the template's, from the ledger's per-model outcomes."""
 
+import textwrap
+
 from posenc.analysis import Context, Measurements
-from posenc.plotting import nothing_to_show, themed
+from posenc.plotting import PAGE_WIDTH_IN, nothing_to_show, panel_grid, reference_line, themed
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
 NA = "n/a"
@@ -33,7 +35,7 @@ def figure_spectrum(m: Measurements, ctx: Context):
     ]
     if not lines:
         return nothing_to_show("no rotary model measured")
-    fig, ax = plt.subplots(figsize=(8, 4.6), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 4.6), layout="constrained")
     for (label, wavelength, context), color in zip(lines, _cmap(len(lines))):
         n = len(wavelength)
         x = [(i + 0.5) / n for i in range(n)]
@@ -41,11 +43,11 @@ def figure_spectrum(m: Measurements, ctx: Context):
         ax.plot(
             x, [v if v is not None else float("nan") for v in y], color=color, lw=1.2, label=label
         )
-    ax.axhline(1.0, color="grey", lw=1)
+    reference_line(ax, 1.0)
     ax.set_yscale("log")
     ax.set_xlabel("pair index i / (d/2)")
     ax.set_ylabel("wavelength 2π/ω over advertised context")
-    ax.legend(fontsize=6, ncol=2, loc="upper left", frameon=False)
+    fig.legend(loc="outside lower center", ncol=2, frameon=False)
     return fig
 
 
@@ -53,7 +55,6 @@ def figure_spectrum(m: Measurements, ctx: Context):
 def figure_angle_error(m: Measurements, ctx: Context):
     """Angle error against position, log-log: a panel per path, a line per model (its first
     layer type with the largest error at the context)."""
-    import matplotlib.pyplot as plt
 
     paths = list(m.summary["paths"])
     curve = m.rows.get("curve", [])
@@ -61,16 +62,9 @@ def figure_angle_error(m: Measurements, ctx: Context):
         return nothing_to_show("no rotary model measured")
     models = list(dict.fromkeys(r["model"] for r in curve))
     colors = dict(zip(models, _cmap(len(models))))
-    fig, axes = plt.subplots(
-        1,
-        len(paths),
-        figsize=(3.2 * len(paths), 3.6),
-        sharex=True,
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
-    for ax, path in zip(axes[0], paths):
+    # Two panels a row: a row of every path was drawn 13 inches wide.
+    fig, axes = panel_grid(len(paths), ncols=2, panel_height=2.3, sharex=True, sharey=True)
+    for ax, path in zip(axes, paths):
         for model in models:
             rows = [
                 r for r in curve if r["model"] == model and r["path"] == path and r["position"] > 0
@@ -80,13 +74,14 @@ def figure_angle_error(m: Measurements, ctx: Context):
                 by_pos[r["position"]] = max(by_pos.get(r["position"], 0.0), r["max_angle_error"])
             xs = sorted(by_pos)
             ax.plot(xs, [max(by_pos[x], FLOOR) for x in xs], color=colors[model], lw=1, label=model)
-        ax.axhline(ctx.cfg["thresholds"]["angle_rad"], color="grey", lw=1)
+        reference_line(ax, ctx.cfg["thresholds"]["angle_rad"])
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(m.summary["paths"][path], fontsize=8)
+        ax.set_title(textwrap.fill(m.summary["paths"][path], 30))  # two lines, not overlapping
         ax.set_xlabel("position")
-    axes[0][0].set_ylabel("largest angle error (rad)")
-    axes[0][-1].legend(fontsize=6, frameon=False, loc="lower right")
+        ax.label_outer()  # the x labels of the bottom row, the y labels of the first column
+    fig.supylabel("largest angle error (rad)")
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=2)
     return fig
 
 

@@ -6,7 +6,14 @@ import math
 import numpy as np
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import style, themed
+from posenc.plotting import (
+    PAGE_HEIGHT_IN,
+    PAGE_WIDTH_IN,
+    REFERENCE_DASHES,
+    panel_grid,
+    style,
+    themed,
+)
 
 from .compute import FIXED, PROPERTIES, RANDOM_INIT, TRAINED
 
@@ -59,7 +66,7 @@ def figure_seed_heatmap(m: Measurements, ctx: Context):
 
     sc = ctx.cfg["seed"]
     table = _matrix(m.rows["seed_table"], "position", "dimension", "value")  # (L, d)
-    fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
+    fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 3.2), layout="constrained")
     _heatmap(ax, np.array(table).T)
     ax.set_xlabel("position")
     ax.set_ylabel("dimension")
@@ -75,27 +82,33 @@ def figure_offset_curves(m: Measurements, ctx: Context):
     import matplotlib.pyplot as plt
 
     cfg = ctx.cfg
+    bases = cfg["bases"]
     fig, axes = plt.subplots(
         2,
-        len(cfg["bases"]),
-        figsize=(4.5 * len(cfg["bases"]), 6),
+        len(bases),
+        figsize=(PAGE_WIDTH_IN if len(bases) > 1 else 4.8, 5.6),
         sharex=True,
         sharey="row",
         layout="constrained",
         squeeze=False,
     )
     rows = m.rows["offset_profiles"]
-    for col, base in enumerate(cfg["bases"]):
-        for d in cfg["dims"]:
+    # Every curve is the sinusoidal table's: its colour throughout, the head width d told
+    # apart by the line's dashes (colours other than its own would read as other encodings).
+    color = style("sinusoidal")["color"]
+    dashes = ("-", *REFERENCE_DASHES)
+    for col, base in enumerate(bases):
+        for i, d in enumerate(cfg["dims"]):
             sel = [r for r in rows if r["d"] == d and r["base"] == base]
             k = [r["offset"] for r in sel]
-            axes[0, col].plot(k, [r["similarity"] for r in sel], lw=1, label=f"d={d}")
-            axes[1, col].plot(k, [r["distance"] for r in sel], lw=1, label=f"d={d}")
+            look = {"color": color, "ls": dashes[i % len(dashes)], "lw": 1.3, "label": f"d={d}"}
+            axes[0, col].plot(k, [r["similarity"] for r in sel], **look)
+            axes[1, col].plot(k, [r["distance"] for r in sel], **look)
         axes[0, col].set_title(f"base {base:g}")
         axes[1, col].set_xlabel("offset k")
     axes[0, 0].set_ylabel("cos(PE(p), PE(p+k))")
     axes[1, 0].set_ylabel("|PE(p) − PE(p+k)| / √d")
-    axes[0, -1].legend(fontsize=8)
+    axes[0, -1].legend()
     return fig
 
 
@@ -120,48 +133,63 @@ def figure_kernels(m: Measurements, ctx: Context):
         by_panel.setdefault((r["source"], r["encoding"], r["seed"]), []).append(r)
     panels = sorted(by_panel, key=lambda panel: ORDER[panel[0]])
     n = len(panels)
+    # Three square panels a row fill the printed column; the page's height, not the panels,
+    # sets the size when there are many rows.
     ncols = min(n, 3)
     nrows = math.ceil(n / ncols)
+    side = min(PAGE_WIDTH_IN / ncols, PAGE_HEIGHT_IN / nrows)
     fig, axes = plt.subplots(
-        nrows, ncols, figsize=(3.6 * ncols, 3.2 * nrows), layout="constrained", squeeze=False
+        nrows, ncols, figsize=(side * ncols, side * nrows), layout="constrained", squeeze=False
     )
+    # Each kernel on its own scale (their ranges differ by orders of magnitude), read as its
+    # largest |value| = 1: one colour bar then serves every panel.
+    image = None
     for ax, (source, encoding, seed) in zip(axes.flat, panels):
         K = np.array(_matrix(by_panel[source, encoding, seed], "p", "q", "kernel"))
         vmax = np.nanmax(np.abs(K))
-        _heatmap(ax, K, vmin=-vmax, vmax=vmax, square=True, cbar_kws={"shrink": 0.8})
-        ax.set_title(_panel_title(source, encoding, seed), color=style(encoding)["color"])
+        _heatmap(ax, K / vmax if vmax > 0 else K, vmin=-1, vmax=1, square=True, cbar=False)
+        image = ax.collections[0]
+        title = _panel_title(source, encoding, seed).replace(" (", "\n(")
+        ax.set_title(title, color=style(encoding)["color"])
+        ax.label_outer()
+    for ax in axes[-1]:
         ax.set_xlabel("position q")
+    for ax in axes[:, 0]:
         ax.set_ylabel("position p")
     for ax in list(axes.flat)[n:]:
-        ax.set_visible(False)
+        ax.remove()
+    if image is not None:
+        fig.colorbar(image, ax=list(axes.flat)[:n], shrink=0.6, label="kernel / max|kernel|")
     return fig
 
 
 @themed
 def figure_long_term_decay(m: Measurements, ctx: Context):
     """One panel per rotary encoding, one line per head width d."""
-    import matplotlib.pyplot as plt
 
     rows = m.rows["rotary_upper_bound"]
     names = list(dict.fromkeys(r["encoding"] for r in rows))
-    fig, axes = plt.subplots(
-        1,
-        max(len(names), 1),
-        figsize=(6.5 * max(len(names), 1), 3.6),
-        sharey=True,
-        layout="constrained",
-        squeeze=False,
-    )
-    for ax, encoding in zip(axes[0], names):
-        for d in ctx.cfg["rope_decay"]["dims"]:
+    fig, axes = panel_grid(max(len(names), 1), ncols=1, panel_height=3.2, sharey=True)
+    # The encoding's colour for each of its lines, the head width d told apart by dashes.
+    dashes = ("-", *REFERENCE_DASHES)
+    for ax, encoding in zip(axes, names):
+        for i, d in enumerate(ctx.cfg["rope_decay"]["dims"]):
             sel = [r for r in rows if r["encoding"] == encoding and r["d"] == d]
-            ax.plot([r["distance"] for r in sel], [r["bound"] for r in sel], lw=1, label=f"d={d}")
+            ax.plot(
+                [r["distance"] for r in sel],
+                [r["bound"] for r in sel],
+                color=style(encoding)["color"],
+                ls=dashes[i % len(dashes)],
+                lw=1.3,
+                label=f"d={d}",
+            )
         ax.set_xlabel("relative distance")
         ax.set_title(f"{encoding}: long-term decay", color=style(encoding)["color"])
-        ax.legend(fontsize=8)
+        ax.legend()
     if not names:
-        axes[0, 0].text(0.5, 0.5, "no rotary encoding configured", ha="center", va="center")
-    axes[0, 0].set_ylabel("relative upper bound")
+        axes[0].text(0.5, 0.5, "no rotary encoding configured", ha="center", va="center")
+    for ax in axes:
+        ax.set_ylabel("relative upper bound")
     return fig
 
 
