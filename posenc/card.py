@@ -16,7 +16,7 @@ from typing import Any
 
 from posenc.analysis import CardColumn
 from posenc.claims import is_interval
-from posenc.plotting import themed
+from posenc.plotting import DENSE_PT, themed
 
 # What a cell's colour says: whether the encoding has the column's property, as the claim
 # that judges the cell found. Green only ever marks a property that holds: a claim that
@@ -248,9 +248,10 @@ def build(
 # The figure is drawn at the width the PDF prints it (A4 less the 16 mm margins of
 # style.css's @page, with room to spare), so that its type sizes are the printed ones: the
 # card was once drawn 15 inches wide and shrunk to 7, its numbers to 3.5 pt. Ten encodings fit
-# that width at 8 pt; more are drawn in panels of at most ten, one above the other.
+# that width at the theme's dense size (8 pt, every word of the card, units and legend too);
+# more are drawn in panels of at most ten, one above the other.
 PRINT_WIDTH_IN = 6.8
-FONT_PT = 8.0
+FONT_PT = DENSE_PT
 PER_PANEL = 10
 LABEL_IN = 1.8  # the property labels' column
 CELL_H_IN = 0.34
@@ -293,9 +294,8 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
                 style.update(color="#888888")
             if c["unit"] and len(c["text"]) > 7:  # the unit on a line of its own
                 ax.text(j + 0.5, i + 0.36, c["number"], **style)
-                unit_pt = max(font - 1.5, 6.0)
                 ax.text(
-                    j + 0.5, i + 0.76, c["unit"], ha="center", va="center", fontsize=unit_pt,
+                    j + 0.5, i + 0.76, c["unit"], ha="center", va="center", fontsize=font,
                     color="#5b6168",
                 )  # fmt: skip
             else:
@@ -338,7 +338,7 @@ def figure(card: dict[str, Any]):
     per = max(math.ceil(len(rows) / panels), 1)
     chunks = [rows[k : k + per] for k in range(0, len(rows), per)] or [[]]
     cell_w = min(0.8, (PRINT_WIDTH_IN - LABEL_IN) / per)
-    font = FONT_PT if cell_w >= 0.5 else FONT_PT - 1
+    font = FONT_PT  # never smaller: a narrower cell wraps its unit to a line of its own
     # Encoding names above their columns: level where they fit, slanted where they do not.
     widest = max((len(r["encoding"]) for r in rows), default=0) * 0.55 * font / 72
     slant = widest > cell_w * 0.95
@@ -364,7 +364,7 @@ def figure(card: dict[str, Any]):
             loc="lower center",
             bbox_to_anchor=(0.5, 0.0),
             ncol=2,
-            fontsize=font - 0.5,
+            fontsize=font,
             frameon=False,
             handlelength=1.4,
             columnspacing=1.2,
