@@ -17,7 +17,6 @@ GPT-2/nanoGPT recipe) and returns a log of the run. Three properties the workflo
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import math
 import resource
@@ -31,7 +30,6 @@ from typing import Any, TextIO
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from posenc.data import IGNORE, BatchFn
 from posenc.encodings import build
@@ -75,7 +73,7 @@ class TrainConfig:
     checkpoint_every: int = 0  # steps between resume checkpoints; 0: none
     max_loss: float = 20.0  # nats; above it the run has exploded
     bf16: bool = False  # autocast to bfloat16 on CUDA (ignored on the CPU)
-    progress_interval_s: float = 10.0  # tqdm mininterval
+    progress_interval_s: float = 10.0  # seconds between progress lines (and one at the end)
 
     def __post_init__(self):
         if self.steps <= 0 or self.batch_size <= 0 or self.lr <= 0:
@@ -131,24 +129,65 @@ def loss_fn(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
     return F.cross_entropy(logits.float().flatten(0, 1), targets.flatten(), ignore_index=IGNORE)
 
 
-class _LinesToLog(io.TextIOBase):
-    """A file for tqdm when stderr is not a terminal: one line per update, no carriage returns
-    (tqdm redraws with '\\r', which a log file shows as one ever-growing line)."""
+# Progress lines fit a terminal and a log viewer: one job's line, never a redrawn bar. tqdm's
+# bar redraws itself with '\r' on a terminal, which a captured terminal (and several jobs
+# sharing one) showed as single lines of thousands of characters.
+PROGRESS_WIDTH = 120
 
-    def __init__(self, stream: TextIO):
-        self.stream = stream
 
-    def write(self, s: str) -> int:
-        line = s.replace("\r", "").rstrip()
-        if line:
-            self.stream.write(line + "\n")
-            self.stream.flush()
-        return len(s)
+def duration(seconds: float) -> str:
+    """``seconds`` as a person reads a wait: "40 s", "3 min", "1 h 05 min"."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 90 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+def progress_line(
+    label: str, step: int, total: int, loss: float, seconds: float, seconds_left: float | None
+) -> str:
+    """One line of a run's progress, at most :data:`PROGRESS_WIDTH` characters, e.g.
+    ``lm/rope/seed0: 30% step 1200/4000, loss 1.93, 3 min left``; the last says how long the
+    run took. ``seconds_left`` None: not yet known. A label too long is cut in its middle."""
+    if step >= total:
+        when = f"took {duration(seconds)}"
+    else:
+        when = "time left unknown" if seconds_left is None else f"{duration(seconds_left)} left"
+    tail = f": {100 * step // total}% step {step}/{total}, loss {loss:.4g}, {when}"
+    room = PROGRESS_WIDTH - len(tail)
+    if len(label) > room:
+        keep = max(room - 3, 0)
+        label = label[: keep - keep // 2] + "..." + label[len(label) - keep // 2 :]
+    return (label + tail)[:PROGRESS_WIDTH]
 
 
 def progress_file(stream: TextIO | None = None) -> TextIO:
-    stream = stream or sys.stderr
-    return stream if stream.isatty() else _LinesToLog(stream)
+    """Where progress lines go: ``stream``, else this process's stderr as it is now (a job's
+    stderr, which Snakemake shows)."""
+    return stream or sys.stderr
+
+
+class Progress:
+    """Progress lines of one run on ``stream``: one every ``interval_s`` and one at the end,
+    each with the time left, from the rate of the steps this process ran (a resumed run's
+    earlier steps took their time elsewhere)."""
+
+    def __init__(self, label: str, total: int, start: int, interval_s: float, stream: TextIO):
+        self.label, self.total, self.start = label, total, start
+        self.interval_s, self.stream = interval_s, stream
+        self.began = self.last = time.monotonic()
+
+    def update(self, step: int, loss: float) -> None:
+        now = time.monotonic()
+        if step < self.total and now - self.last < self.interval_s:
+            return
+        self.last = now
+        seconds = now - self.began
+        ran = step - self.start
+        left = seconds / ran * (self.total - step) if ran > 0 else None
+        line = progress_line(self.label, step, self.total, loss, seconds, left)
+        self.stream.write(line + "\n")
+        self.stream.flush()
 
 
 def peak_memory_mb(device: torch.device) -> tuple[float, str]:
@@ -246,13 +285,8 @@ def train(
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     start_step, tokens = state.step, 0
-    bar = tqdm(
-        total=cfg.steps,
-        initial=start_step,
-        desc=label,
-        file=progress or progress_file(),
-        mininterval=cfg.progress_interval_s,
-        ascii=True,
+    bar = Progress(
+        label, cfg.steps, start_step, cfg.progress_interval_s, progress or progress_file()
     )
     began = time.perf_counter()
     for step in range(start_step, cfg.steps):
@@ -285,15 +319,13 @@ def train(
             state.snapshots[state.step] = {
                 k: v.detach().to("cpu", copy=True) for k, v in model.state_dict().items()
             }
-        bar.set_postfix(loss=f"{value:.3f}", refresh=False)
-        bar.update(1)
+        bar.update(state.step, value)
         every = cfg.checkpoint_every
         if resume_path and every and state.step % every == 0 and state.step < cfg.steps:
             _save_resume(resume_path, fingerprint, state, model, optimizer, generator)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - began
-    bar.close()
     peak, peak_kind = peak_memory_mb(device)
     return {
         "label": label,

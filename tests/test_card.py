@@ -464,14 +464,15 @@ def test_plugin_text_is_escaped_in_the_card(tmp_path, monkeypatch):
 
 def test_the_card_study_adds_what_the_sections_need():
     known = {name: {"plugin": None} for name in REGISTRY} | {"mine": {"plugin": "p.py"}}
-    overrides, mine = cli.card_config([Path("/p.py")], ["alibi"], "test", known)
+    overrides, mine, added = cli.card_config([Path("/p.py")], ["alibi"], "test", known)
     assert mine == ["mine"]
     # The test config stretches RoPE and randomizes the learned table's positions.
     assert overrides["encodings"][:2] == ["mine", "alibi"]
     assert {"rope", "learned"} <= set(overrides["encodings"])
-    default, _ = cli.card_config([Path("/p.py")], None, "default", known)
+    assert {"rope", "learned"} <= set(added) and "alibi" not in added
+    default, _, added = cli.card_config([Path("/p.py")], None, "default", known)
     base = cli.merged([ROOT / "config" / "config.yaml"])["encodings"]
-    assert default["encodings"] == ["mine", *base]
+    assert default["encodings"] == ["mine", *base] and added == {}
 
 
 def test_the_card_json_is_plain_data(tmp_path):
