@@ -25,22 +25,53 @@ from typing import Any
 
 from posenc.claims import Claim
 
+# Where a figure or table is placed: in its section's body, or in the appendix of further
+# figures and tables, where the body points to it in one line. The body is what a reader
+# reads through (and prints: the PDF's body has a page budget); the appendix, what a reader
+# who checks a number looks up.
+PLACEMENTS = ("body", "appendix")
+
 
 @dataclass(frozen=True)
 class Figure:
     """A figure: its caption may name values of the analysis' evidence or summary in braces;
-    Snakemake's own report shows the caption with each such value named instead."""
+    Snakemake's own report shows the caption with each such value named instead.
+    ``placement``: one of :data:`PLACEMENTS`."""
 
     caption: str
+    placement: str = "body"
+
+    def __post_init__(self):
+        _check_placement(self.placement, self.caption)
 
 
 @dataclass(frozen=True)
 class Table:
     """A table: its title (braces as for a figure's caption) and the CSV of rows behind it (a
-    name in ``Measurements.rows``), offered for download beside it; None for none."""
+    name in ``Measurements.rows``), offered for download beside it; None for none.
+    ``placement``: one of :data:`PLACEMENTS`."""
 
     title: str
     csv: str | None = None
+    placement: str = "body"
+
+    def __post_init__(self):
+        _check_placement(self.placement, self.title)
+
+
+def _check_placement(placement: str, what: str) -> None:
+    if placement not in PLACEMENTS:
+        raise ValueError(
+            f"{what[:60]!r}: placement {placement!r} is not one of {', '.join(PLACEMENTS)}"
+        )
+
+
+def appendix_items(spec: AnalysisSpec) -> dict[str, list[str]]:
+    """The ids of the figures and tables ``spec`` places in the appendix."""
+    return {
+        "figures": [k for k, f in spec.figures.items() if f.placement == "appendix"],
+        "tables": [k for k, t in spec.tables.items() if t.placement == "appendix"],
+    }
 
 
 @dataclass(frozen=True)
@@ -179,6 +210,11 @@ class AnalysisSpec:
     encodings_of: Callable[[dict], list[str]] | None = None
     # Its columns of the report card, in order (see CardColumn).
     card: tuple[CardColumn, ...] = ()
+    # What its claims are properties of, where that is not the encodings the study compares:
+    # "the configurations open models ship", say. The report counts such claims on a line of
+    # their own beneath the study's headline and lists them in full, apart from the findings
+    # about the encodings. None: the study's own claims.
+    properties_of: str | None = None
     # Values fixed in code, not in the config, that the section's prose quotes (the sizes of a
     # snippet it reruns, a ratio its checks enforce): the report hands them to its template as
     # ``s.constants``, so that each is written once, here or where the code imports it from.

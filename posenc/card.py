@@ -167,9 +167,41 @@ def cell(
         "number": number,
         "unit": "" if unit == "%" else unit,
         "text": text,
+        # An estimate shows its interval; any other number is one measurement, marked so,
+        # since a reader cannot tell from the number alone whether it would move in a rerun.
+        "interval": _interval(value, factor, unit),
+        "single": not is_interval(value) and _numeric(value),
         "verdict": verdict,
         "outcome": outcome(verdict, judged in column.asserts_absence),
     }
+
+
+def _numeric(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _interval(value: Any, factor: float, unit: str) -> str | None:
+    """An estimate's interval as the cell shows it, "low–high" in the cell's unit."""
+    if not is_interval(value):
+        return None
+    low, high = (_number(value[k], factor, unit) for k in ("low", "high"))
+    return f"{low}–{high}"
+
+
+def marks(rows: list[dict[str, Any]]) -> str:
+    """What the card's marks mean, for the marks its cells carry: the interval beneath an
+    estimate (at the level its intervals were computed at) and the single measurement's †."""
+    cells = [c for r in rows for c in r["cells"]]
+    levels = sorted(
+        {c["value"]["level"] for c in cells if c.get("interval") and "level" in c["value"]}
+    )
+    said = []
+    if any(c.get("interval") for c in cells):
+        at = " and ".join(f"{level:.0%}" for level in levels) or "its stated level"
+        said.append(f"A range beneath a number is its {at} interval.")
+    if any(c.get("single") for c in cells):
+        said.append("† marks a single measurement, shown without an interval.")
+    return " ".join(said)
 
 
 def _fill(text: str, scalars: Mapping[str, Any], **more: str) -> str:
@@ -242,7 +274,13 @@ def build(
         for o in OUTCOMES
         if o in present
     ]
-    return {"columns": columns, "rows": rows, "legend": legend, "caption": caption}
+    return {
+        "columns": columns,
+        "rows": rows,
+        "legend": legend,
+        "caption": caption,
+        "marks": marks(rows),
+    }
 
 
 # The figure is drawn at the width the PDF prints it (A4 less the 16 mm margins of

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from posenc import references, variants
+from posenc.analysis import appendix_items
 
 
 def section_files(sections: Mapping[str, Any]) -> list[str]:
@@ -24,7 +25,8 @@ def report_sections(
 ) -> list[dict[str, Any]]:
     """Each section as the report reads it, in report order: its title; the works it cites,
     its spec's and then the configured encodings' own (``encodings``: the registry's
-    metadata); the constants its prose quotes; and its rule's metrics, claims and, where the
+    metadata); the constants its prose quotes; the figures and tables it places in the
+    appendix (:func:`posenc.analysis.appendix_items`); and its rule's metrics, claims and, where the
     rule keeps them apart, timings (``timing``, or None)."""
     cited = [
         key
@@ -38,6 +40,8 @@ def report_sections(
             "title": specs[name].title,
             "references": list(specs[name].references) + cited,
             "constants": dict(specs[name].constants),
+            "appendix": appendix_items(specs[name]),
+            "properties_of": specs[name].properties_of,
             "metrics": str(rule.output.metrics),
             "claims": str(rule.output.claims),
             "timing": str(rule.output.timing) if "timing" in rule.output.keys() else None,

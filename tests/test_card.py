@@ -222,13 +222,29 @@ def test_cells_read_evidence_and_each_entrys_verdict():
         "number": "2",
         "unit": "",
         "text": "2",
+        "interval": None,
+        "single": True,  # a number without an interval is marked as one measurement
         "verdict": "fail",
         "outcome": "fail",
     }
     assert alibi["cells"][1]["verdict"] == alibi["cells"][1]["outcome"] == "missing"
+    assert data["marks"] == "† marks a single measurement, shown without an interval."
     assert mine["plugin"] == "p" and mine["cells"][0]["text"] == "—"
     # Each column carries the expected text of the claim that colours it (none here).
     assert [c["claim_expected"] for c in data["columns"]] == [None, None, None]
+
+
+def test_an_estimate_shows_its_interval_and_the_marks_say_at_what_level():
+    column = CardColumn("bits", "bits")
+    interval = {"estimate": 1.5, "low": 1.25, "high": 1.75, "level": 0.95}
+    sections = [
+        {"id": "a", "title": "A", "columns": [column], "evidence": {"bits": {"rope": interval}},
+         "ledger": []}
+    ]  # fmt: skip
+    data = card.build(sections, ["rope"], {})
+    [cell] = data["rows"][0]["cells"]
+    assert (cell["number"], cell["interval"], cell["single"]) == ("1.5", "1.25–1.75", False)
+    assert data["marks"] == "A range beneath a number is its 95% interval."
 
 
 def test_green_marks_only_a_property_that_holds():

@@ -172,8 +172,10 @@ def test_an_inconclusive_claim_is_counted_apart_and_says_why(tmp_path, monkeypat
     assert [f["id"] for f in findings["fail"]] == ["alpha.two"]
     [group] = findings["undecided"]
     assert group["key"] == "straddles" and [f["id"] for f in group["claims"]] == ["beta.two"]
-    does_not_hold = html.split('class="findings-fail"')[1].split("</ul>")[0]
-    assert "#claim-alpha-two" in does_not_hold and "beta-two" not in does_not_hold
+    # Ranked among the findings the report opens with: the failure, then the undecided claim.
+    assert [f["id"] for f in findings["top"]] == ["alpha.two", "beta.two"]
+    ranked = html.split('<ol class="findings">')[1].split("</ol>")[0]
+    assert ranked.index("#claim-alpha-two") < ranked.index("#claim-beta-two")
 
 
 def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
@@ -208,7 +210,7 @@ def test_claims_are_merged_in_section_order_and_link_to_their_section(fake):
     ]
     assert (
         '<p class="kinds">Identities: 1 of 1 hold · Software checks: 1 of 1 hold · '
-        'Empirical claims: 0 of 1 hold; <span class="fail-count">1 do not</span>.</p>'
+        "Empirical claims: 0 of 1 hold; 1 do not."
     ) in html
     assert '<span class="kind">empirical</span>' in html  # each row says its kind
     assert (
@@ -695,22 +697,44 @@ def test_the_report_opens_with_findings_computed_from_the_ledger(tmp_path, monke
     }
     assert (breaks["anchor"], breaks["section_anchor"]) == ("claim-alpha-breaks", "sec-alpha")
 
+    # The findings the report opens with, ranked: what fails of the empirical claims, what
+    # could not be decided, other failures, then what holds; the rest are counted.
+    assert [f["id"] for f in found["top"]] == [
+        "alpha.two",
+        "beta.slope",
+        "beta.learn",
+        "alpha.breaks",
+    ]
+    assert found["rest"] == {"pass": 1, "fail": 0, "inconclusive": 0, "n/a": 2}
+
     html = " ".join(html_of(context, fake).split())
-    # Findings first: after the headline counts, before the claims table.
-    assert html.index('<section id="findings">') < html.index('<section id="claims">')
+    # Findings first, the claims ledger an appendix after the sections and the references.
+    assert html.index('<section id="findings">') < html.index('<section id="sec-alpha"')
+    assert html.index('<section id="references">') < html.index('<section id="claims"')
     assert html.index('<a href="#findings">') < html.index('<a href="#claims">')
     findings_html = html.split('<section id="findings">')[1].split("</section>")[0]
-    assert findings_html.index("What does not hold") < findings_html.index("What holds")
-    assert findings_html.index("What holds") < findings_html.index("could not decide")
-    assert findings_html.index("could not decide") < findings_html.index("could not test")
+    ranked = findings_html.split('<ol class="findings">')[1].split("</ol>")[0]
+    order = [
+        ranked.index(f'href="#claim-{cid}"') for cid in ("alpha-two", "beta-slope", "alpha-breaks")
+    ]
+    assert order == sorted(order)
     assert (
         "Measured weakest error: 0.005 for alibi, the lowest of 2 (threshold &gt; 0.0001)."
-        in findings_html
+        in ranked
     )
-    assert "Too few of the models beat a trigram (language models)" in findings_html
-    assert "The measured interval straddles the threshold" in findings_html
+    assert "Not met: rope bits/char below the interpolated trigram" in ranked
+    # What was not testable: counted with why, each claim in the ledger.
+    assert "(1 holds, 2 not testable here) are in" in findings_html
+    assert "1 claim was not testable: the section “Beta analysis” ran as a smoke test" in (
+        findings_html
+    )
     for cid in ("alpha-two", "alpha-breaks", "alpha-one", "beta-slope", "beta-learn", "beta-smoke"):
-        assert f'href="#claim-{cid}"' in findings_html and f'id="claim-{cid}"' in html
+        assert f'id="claim-{cid}"' in html
+    # The ledger: a group per section, collapsed on screen, its verdicts counted.
+    assert (
+        '<details class="ledger-group"><summary><span class="secno">§1</span> Alpha analysis: '
+        "3 claims, 2 hold, 1 does not hold</summary>"
+    ) in html
     # The header keeps its counts, from the context, and lists no claim ids.
     header = html.split("</header>")[0]
     assert "2 of 7 claims hold" in header and "alpha.two" not in header

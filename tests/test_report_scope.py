@@ -153,9 +153,11 @@ def test_scope_and_paper_scales_are_rendered_from_the_data(root, monkeypatch):
     listed = html.split(f'<li id="ref-{numbers["press2022"]}">')[1].split("</li>")[0]
     source = escape(references.scale("press2022")["source"])
     assert f"Scale: 16 layers, 8 heads × 128, L_train 512; from {source}" in listed
-    # The section's claim box says the same; a claim without a scope (an identity) says nothing.
-    box = _section(html, "sec-extrapolation")
-    assert measured in box and press in box
+    # The claim's row in the ledger says the same; a claim without a scope (an identity) says
+    # nothing. The section's claim box is short: it links to that row.
+    assert measured in _row(html, "extrapolation-degrades")
+    assert press in _row(html, "extrapolation-degrades")
+    assert 'href="#claim-extrapolation-degrades"' in _section(html, "sec-extrapolation")
     assert "Measured at" not in _row(html, "extrapolation-identity")
 
     # Another scope in the ledger, another page: nothing is typed.
@@ -288,7 +290,6 @@ def test_a_claim_judged_family_wise_says_at_what_level(root):
     flat = next(c for c in context["claims"] if c["id"] == "extrapolation.flat")
     assert flat["family"]["entries"] == 2  # alibi and kerple; none is not judged
     assert "(a fail needs one of 2 wholly past it at 97.5 %)" in _row(html, "extrapolation-flat")
-    assert "(a fail needs one of 2 wholly past it at 97.5 %)" in _section(html, "sec-extrapolation")
     # One interval, one judgement at its own level: nothing to say.
     assert "judged at" not in _row(html, "extrapolation-degrades")
 
@@ -336,10 +337,11 @@ def test_models_that_did_not_beat_a_trigram_are_a_finding(root):
     assert passkey["recipe"].startswith("2000 steps")
     findings = _section(html, "findings")
     assert "What the shared recipe did not train" in findings
-    assert findings.index("What the shared recipe") < findings.index("What holds")
-    assert "<code>none</code>: its language models did not beat a trigram" in findings
-    assert "; recipe: 2500 steps, batch 16, learning rate 0.003." in findings
-    assert 'href="#tab-extrapolation-learned">each model</a>' in findings
+    # A table: a row per encoding and task, the seeds short, what they measured, the bar.
+    rows = findings.split('<table class="shortfalls">')[1].split("</table>")[0]
+    assert "<td><code>none</code></td><td>language model</td><td>3 of 3</td>" in rows
+    assert "<td>2500 steps, batch 16, learning rate 0.003</td>" in rows
+    assert 'href="#tab-extrapolation-learned">each model</a>' in rows
     # The learned precondition is worded as what it is.
     assert "language models did not learn" not in findings
 

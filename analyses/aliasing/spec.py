@@ -72,7 +72,8 @@ SPEC = AnalysisSpec(
             "The frequencies of every table of angles, side by side: ω_i of each pair of the "
             "vector it encodes (a head of {rope_head_dim}, or d_model), log scale; a cross at "
             "the bottom marks a pair that never turns (outside the rotated width, or kept "
-            "still)."
+            "still).",
+            placement="appendix",
         ),
         "distinct": Figure(
             "Distinct encodings among positions 0..L−1 as a fraction of L (exact count), one "
@@ -92,7 +93,8 @@ SPEC = AnalysisSpec(
         "decode": Figure(
             "Fraction of {decode_samples} random positions below L whose encoding, computed "
             "each way, has its own exact (float64) encoding as nearest neighbour among the "
-            "first L; one panel per table."
+            "first L; one panel per table.",
+            placement="appendix",
         ),
     },
     tables={
@@ -112,8 +114,12 @@ SPEC = AnalysisSpec(
             "position repeating an earlier one (and which), the first non-finite row, the "
             "largest error against float64 (—: non-finite), and the decoding accuracy at L.",
             csv="distinct",
+            placement="appendix",
         ),
-        "learned": Table("Each configured learned table asked for one position past its last row."),
+        "learned": Table(
+            "Each configured learned table asked for one position past its last row.",
+            placement="appendix",
+        ),
     },
     claims=(
         Claim(

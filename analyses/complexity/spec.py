@@ -70,13 +70,15 @@ SPEC = AnalysisSpec(
             "Each encoding's median time over one attention layer's at the same width d, "
             "against L, at every length where both are timed (one panel per width; bars: the "
             "{interval_percent:g} % bootstrap interval). Dashed: the bound the claim holds the "
-            "positional tables to at every such length, {pe_max_fraction:g} of a layer."
+            "positional tables to at every such length, {pe_max_fraction:g} of a layer.",
+            placement="appendix",
         ),
         "memory": Figure(
             "Each encoding's time per byte of output (top) and the bytes each call faulted in "
             "from fresh pages, over its output's bytes (bottom), against the output's bytes, "
             "one line per encoding and width d (line style). Vertical lines: this machine's "
-            "cache sizes as the operating system reports them at run time."
+            "cache sizes as the operating system reports them at run time.",
+            placement="appendix",
         ),
     },
     tables={
@@ -97,6 +99,7 @@ SPEC = AnalysisSpec(
             "attention, the slope its flop count 8·L·d² + 4·L²·d has over the same widths; "
             "and the median times.",
             csv="timings",
+            placement="appendix",
         ),
         "ratios": Table(
             "Each encoding's median time over one attention layer's median time at the same "
@@ -106,6 +109,7 @@ SPEC = AnalysisSpec(
             "is quadratic in L (a score bias, an (H, L, L) tensor) only up to "
             "L = {bias_max_len}. An encoding that does no work is not timed and has no row.",
             csv="ratios",
+            placement="appendix",
         ),
         "memory": Table(
             "Per encoding and width d, the largest step up in time per byte of output between "
@@ -113,9 +117,11 @@ SPEC = AnalysisSpec(
             "there, the bytes each call faulted in from fresh pages before and after, and the "
             "output's bytes after the step over this machine's second-level and last-level "
             "cache (read at run time).",
+            placement="appendix",
         ),
         "caches": Table(
             "This machine's data caches as the operating system reports them at run time.",
+            placement="appendix",
         ),
     },
     timing_figures=("memory",),

@@ -75,6 +75,7 @@ SPEC = AnalysisSpec(
             "pairs: the largest error against the float64 formula, over its bound, and the gap "
             "to ours over twice the bound.",
             csv="sinusoidal",
+            placement="appendix",
         ),
         "scaling": Table(
             "RoPE scaling: transformers' initialisation functions against ours, the largest "
@@ -88,22 +89,26 @@ SPEC = AnalysisSpec(
             "module and of one module called at the lengths in this order, beside ours "
             "(s·l/L − (s − 1) for dynamic, s for the fixed rescaling).",
             csv="dynamic",
+            placement="appendix",
         ),
         "alibi": Table(
             "ALiBi slopes for H = 1 to {alibi_max_heads} against the paper's get_slopes: the "
             "largest relative difference in ulps of the dtype each holds them in.",
             csv="alibi",
+            placement="appendix",
         ),
         "t5": Table(
             "T5 buckets of key − query over ±{cfg[t5][max_relative]}: mismatches against the "
             "float64 formula and against ours.",
             csv="t5",
+            placement="appendix",
         ),
         "traps": Table(
             "Every (implementation, path): the largest applied-angle error, the first "
             "position past {trap_threshold} rad, the behaviour measured and the one read from "
             "the pinned source.",
             csv="traps",
+            placement="appendix",
         ),
     },
     claims=(

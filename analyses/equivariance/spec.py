@@ -64,11 +64,13 @@ SPEC = AnalysisSpec(
             "model and permutation, the weakest model's largest, and the largest under the "
             "reversal.",
             csv="permutation_errors",
+            placement="appendix",
         ),
         "shift": Table(
             "Relative change of the output when every position is shifted by the same "
             "constant: the largest over every model and shift, and the weakest model's largest.",
             csv="shift_errors",
+            placement="appendix",
         ),
     },
     claims=(

@@ -94,7 +94,8 @@ SPEC = AnalysisSpec(
             "query temperature (beta = {llama4_beta}, L0 = L_train) and, where the frequencies "
             "are rescalable, LongRoPE with {longrope_profile}'s published long factors placed "
             "on our pairs; line: mean over {n_seeds} seeds, band: its {interval_percent}% "
-            "interval (Student-t over seeds and fragments of text)."
+            "interval (Student-t over seeds and fragments of text).",
+            placement="appendix",
         ),
         "finetune": Figure(
             "Validation bits/char (mode b) at s x L_train against fine-tuning steps at s x "
@@ -123,6 +124,7 @@ SPEC = AnalysisSpec(
             "length, mean over seeds [{interval_percent}% interval], and, for each arm, its "
             "difference from the plain model at the longest length (negative: lower loss).",
             csv="stretch_bits",
+            placement="appendix",
         ),
         "frequencies": Table(
             "What each method does to RoPE's {pairs} frequency pairs (head width {head_dim}, "
@@ -131,17 +133,20 @@ SPEC = AnalysisSpec(
             "Every row's inverse frequencies are published in full with the section's results, "
             "as data (the report's data download, under “frequencies”).",
             csv="frequencies",
+            placement="appendix",
         ),
         "yarn_rounding": Table(
             "YaRN as its authors' code (and transformers) computes it, a ramp linear in the "
             "pair index with its ends rounded to whole pairs, against the paper's ramp, linear "
             "in the rotations r = L / lambda: the largest relative difference of an inverse "
             "frequency, at which pair, how many pairs differ; and the part the rounding alone "
-            "makes (the code's ramp with its ends rounded or not)."
+            "makes (the code's ramp with its ends rounded or not).",
+            placement="appendix",
         ),
         "training": Table(
             "Fine-tuning runs, the continued-training control's among them: device, "
-            "throughput, wall time (timings)."
+            "throughput, wall time (timings).",
+            placement="appendix",
         ),
     },
     timing_tables=("training",),

@@ -198,7 +198,8 @@ SPEC = AnalysisSpec(
             "Training curves (moving average, mean over seeds). Character LM: grey horizontal "
             "lines mark the reference bits/char of the validation text, uniform (log2 V), and "
             "unigram and bigram models estimated on the training text with add-one (Laplace) "
-            "smoothing."
+            "smoothing.",
+            placement="appendix",
         ),
         "mechanism": Figure(
             "Why the loss rises past L_train, at the longest length: each encoding's rise in "
@@ -220,6 +221,7 @@ SPEC = AnalysisSpec(
             "(log2 V; unigram and bigram with add-one smoothing, 3- to 5-grams with interpolated "
             "Kneser-Ney, all counted on the training text), the same at every length.",
             csv="lm_bits",
+            placement="appendix",
         ),
         "all": Table(
             "Validation bits/char by evaluation length, mode (a): every token of "
@@ -252,15 +254,18 @@ SPEC = AnalysisSpec(
             "model's bits/char (mode b) at every length past L_train [{interval_percent}% "
             "interval]; positive is better.",
             csv="lm_bits",
+            placement="appendix",
         ),
         "gap": Table(
             "Train/validation gap at L_train (bits/char, mode a): mean over seeds "
             "[{interval_percent}% interval] and each seed's gap.",
             csv="lm_bits",
+            placement="appendix",
         ),
         "training": Table(
             "Training runs: device, throughput, wall time, peak memory (timings).",
             csv="training_timing",
+            placement="appendix",
         ),
         "mechanism": Table(
             "The attention read out of the LMs (seeds {mechanism_seeds}) at every length, mode "
@@ -270,6 +275,7 @@ SPEC = AnalysisSpec(
             "the CSV) [{interval_percent}% interval over windows], without query scaling and "
             "with log-n scaling (q x log_L_train(n) past L_train).",
             csv="mechanism",
+            placement="appendix",
         ),
     },
     # The training runs' speed and memory differ between identical runs: timing.json.

@@ -89,6 +89,7 @@ SPEC = AnalysisSpec(
             "R(k) PE(p) = PE(p + k): largest error over every position and offset, and the "
             "largest ratio to the rounding bound, per fixed table.",
             csv="identity",
+            placement="appendix",
         ),
         "score_shift": Table(
             "Score change under a common shift of both positions, per encoding that "
@@ -104,6 +105,7 @@ SPEC = AnalysisSpec(
             "spans 2π/Δω positions (every frequency resolved); 'short' sees a fraction of that "
             "span; learned tables have no frequencies and no bound.",
             csv="linear_map",
+            placement="appendix",
         ),
     },
     claims=(

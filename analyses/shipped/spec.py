@@ -80,6 +80,7 @@ def check_config(config: dict) -> list[str]:
 SPEC = AnalysisSpec(
     id="shipped",
     title="Positional code as open models ship it",
+    properties_of="the configurations open models ship",
     csvs=("frequencies", "precision", "curve", "spectrum", "distinct", "jumps"),
     figures={
         "spectrum": Figure(
@@ -112,14 +113,16 @@ SPEC = AnalysisSpec(
             "length L), Liu et al.'s d_extra, pairs scaling moved, and critical pairs that turn "
             "within the advertised context.",
             csv="spectrum",
+            placement="appendix",
         ),
         "distinct": Table(
             "Distinguishability of the stored (cos, sin) rows: the first position equal to an "
             "earlier one, exact up to {exact_max_positions} positions (or the context), then "
             "sampled: each sampled position against the {window} before it.",
             csv="distinct",
+            placement="appendix",
         ),
-        "jumps": Table("Discontinuities the configs carry.", csv="jumps"),
+        "jumps": Table("Discontinuities the configs carry.", csv="jumps", placement="appendix"),
     },
     claims=(
         Claim(

@@ -143,6 +143,7 @@ SPEC = AnalysisSpec(
             "similarity falls strictly, the concordance within {window} offsets (1 = strictly "
             "monotone), and the similarity at the offsets of the printed pairs.",
             csv="offset_profiles",
+            placement="appendix",
         ),
         "properties": Table(
             "Wang et al.'s properties of each encoding's positional kernel: fixed encodings "
@@ -158,11 +159,13 @@ SPEC = AnalysisSpec(
             "of heads): its kernel averaged over every head, as in the table above, then each "
             "group's own.",
             csv="kernel_properties_by_head",
+            placement="appendix",
         ),
         "long_term_decay": Table(
             "Relative upper bound of each rotary encoding: its value at distance 0, its rank "
             "correlation with distance, and its largest far-half value relative to 0.",
             csv="rotary_upper_bound",
+            placement="appendix",
         ),
     },
     claims=(

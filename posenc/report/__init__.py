@@ -34,7 +34,7 @@ What the workflow's scripts and rules call is importable from here.
 
 from posenc.report.context import build_context, copy_downloads
 from posenc.report.errors import ReportError
-from posenc.report.render import render, screen_digest, write_pdf
+from posenc.report.render import number_in_reading_order, render, screen_digest, write_pdf
 from posenc.report.sections import FILES
 
 __all__ = [
@@ -42,6 +42,7 @@ __all__ = [
     "ReportError",
     "build_context",
     "copy_downloads",
+    "number_in_reading_order",
     "render",
     "screen_digest",
     "write_pdf",

@@ -16,9 +16,9 @@ from posenc import preregistration, references
 from posenc.claims import VERDICTS
 from posenc.config import config_hash
 from posenc.report.annotations import annotate, interval_summary, scale_text
-from posenc.report.findings import counts_by_kind, findings
+from posenc.report.findings import counts_by_kind, findings, headline
 from posenc.report.provenance import environment_info, installed_packages
-from posenc.report.runlog import invocation_start, job_summary, read_jobs
+from posenc.report.runlog import invocation_start, job_summary, jobs_by_rule, read_jobs
 from posenc.report.sections import FILES, check_download_names, load_card, load_sections
 
 PDF_NAME = "report.pdf"
@@ -69,13 +69,16 @@ def build_context(
         }
         for c in ledger
     ]
-    # A section's claim boxes show the same notes; the ledger (claims.json) stays as written.
+    # A section's claim boxes show the same notes and each claim's deciding number; the
+    # ledger (claims.json) stays as written.
     notes = {c["id"]: c["notes"] for c in claims}
     for sec in loaded:
-        sec["claims"] = [{**c, "notes": notes[c["id"]]} for c in sec["claims"]]
+        sec["claims"] = [
+            {**c, "notes": notes[c["id"]], "headline": headline(c)} for c in sec["claims"]
+        ]
     started = invocation_start(log_dir)
     jobs = read_jobs(benchmarks_dir, benchmark_rules, started, ignore_benchmarks, timing_rules)
-    return {
+    context = {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "config": config,
         "config_yaml": yaml.safe_dump(config, sort_keys=False),
@@ -100,11 +103,32 @@ def build_context(
             "analyses": len(loaded),
             "figures": sum(len(s["figures"]) for s in loaded),
             "tables": sum(len(s["tables"]) for s in loaded),
+            "encodings": len(config.get("encodings", [])),
         },
-        "findings": findings(claims, {s["id"]: s["title"] for s in loaded}, loaded, config),
+        "findings": findings(
+            claims,
+            {s["id"]: s["title"] for s in loaded},
+            loaded,
+            config,
+            {s["id"]: s["properties_of"] for s in sections if s.get("properties_of")},
+        ),
         # What the claims section says of its intervals and why claims are inconclusive.
         "intervals": interval_summary(ledger),
+        # The ledger as its appendix shows it: by section, each group's verdicts counted.
+        "ledger_groups": [
+            {
+                "number": sec["number"],
+                "title": sec["title"],
+                "anchor": sec["anchor"],
+                "counts": {v: sum(c["verdict"] == v for c in sec["claims"]) for v in VERDICTS},
+                "total": len(sec["claims"]),
+                "claims": [c for c in claims if c["section"] == sec["id"]],
+            }
+            for sec in loaded
+            if sec["claims"]
+        ],
         "jobs": jobs,
+        "jobs_by_rule": jobs_by_rule(jobs),
         "job_summary": job_summary(jobs, started),
         "references": bibliography,
         "links": {"pdf": PDF_NAME, "data": DATA_NAME, "claims": f"{FILES}/claims.json"},
@@ -114,6 +138,36 @@ def build_context(
             if preregistration_file
             else None
         ),
+    }
+    context["appendices"] = appendices(context)
+    return context
+
+
+# The appendices, in order: after the references, what a reader looks up rather than reads
+# through. The PDF's body is everything before the first of them.
+APPENDICES = (
+    ("claims", "The claims ledger"),
+    ("further", "Further figures and tables"),
+    ("provenance", "Provenance"),
+    ("preregistration", "Pre-registration record"),
+)
+
+
+def appendices(context: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """Each appendix this report has, by key: its letter and title, lettered in order."""
+    present = {
+        "claims": bool(context["claims"]),
+        "further": any(
+            item["placement"] == "appendix"
+            for s in context["sections"]
+            for item in [*s["figures"].values(), *s["tables"].values()]
+        ),
+        "provenance": True,
+        "preregistration": bool(context.get("preregistration")),
+    }
+    shown = [(key, title) for key, title in APPENDICES if present[key]]
+    return {
+        key: {"letter": chr(ord("A") + i), "title": title} for i, (key, title) in enumerate(shown)
     }
 
 

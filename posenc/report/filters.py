@@ -1,5 +1,6 @@
-"""The filters the templates format numbers and identifiers with (``num``, ``measured``,
-``breakable``, ``slug``): the only formatting a template does."""
+"""The filters the templates format numbers, words and identifiers with (``num``,
+``measured``, ``breakable``, ``slug``, ``plural``, ``verdict_counts``): the only formatting a
+template does."""
 
 from __future__ import annotations
 
@@ -50,5 +51,57 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "-", str(text)).strip("-") or "x"
 
 
+def plural(n: Any, word: str, many: str | None = None) -> str:
+    """``n`` and ``word``, plural where ``n`` is not 1: "1 thread", "4 threads"; ``many`` for an
+    irregular plural ("1 claim does", "3 claims do" take two calls)."""
+    return f"{fmt_number(n)} {word if n == 1 else (many or word + 's')}"
+
+
+# A verdict's count as a clause, in the verdicts' order: "7 hold, 1 does not, 2 inconclusive".
+_VERDICT_WORDS = {
+    "pass": ("holds", "hold"),
+    "fail": ("does not hold", "do not hold"),
+    "inconclusive": ("inconclusive", "inconclusive"),
+    "n/a": ("not testable here", "not testable here"),
+}
+
+
+def verdict_counts(counts: dict[str, int]) -> str:
+    """Verdict counts in words, leaving out the verdicts no claim has."""
+    return ", ".join(
+        f"{n} {_VERDICT_WORDS[v][0 if n == 1 else 1]}"
+        for v, n in counts.items()
+        if n and v in _VERDICT_WORDS
+    )
+
+
+# A sentence ends at . ! ? before a capital, but not after these abbreviations.
+_SENTENCE_END = re.compile(
+    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)(?<!\bvs\.)(?<!\bFig\.)(?<=[.!?])\s+(?=[A-Z“(])"
+)
+
+
+def first_sentence(text: Any) -> str:
+    """The opening sentence of a text (a claim's statement, a caption): a finding or a pointer
+    quotes it, the full text is where it points."""
+    return _SENTENCE_END.split(str(text).strip(), maxsplit=1)[0]
+
+
+def lower_first(text: Any) -> str:
+    """A heading continued inside a sentence: its first letter lower-cased (and its final
+    full stop left to the sentence)."""
+    text = str(text).rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
 # By the names the templates use.
-FILTERS = {"num": fmt_number, "measured": fmt_measured, "slug": slug, "breakable": breakable}
+FILTERS = {
+    "num": fmt_number,
+    "measured": fmt_measured,
+    "slug": slug,
+    "breakable": breakable,
+    "plural": plural,
+    "verdict_counts": verdict_counts,
+    "lower_first": lower_first,
+    "first_sentence": first_sentence,
+}

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from posenc.claims import COMPARISONS, KINDS, VERDICTS, is_interval
-from posenc.report.filters import fmt_measured, fmt_number, slug
+from posenc.report.filters import first_sentence, fmt_measured, fmt_number, slug
 
 # How the headline names each claim kind (posenc.claims.KINDS), in the order it lists them.
 KIND_LABELS = {
@@ -49,18 +49,8 @@ _COMPARATOR = re.compile(
 # below). "=" and yes/no facts have no such entry.
 _WORST = {"≤": max, "<": max, "within ±": max, "≥": min, ">": min, "beyond ±": min}
 _WORST_WORD = {max: "highest", min: "lowest"}
-# A sentence ends at . ! ? before a capital, but not after these abbreviations.
-_SENTENCE_END = re.compile(
-    r"(?<!\be\.g\.)(?<!\bi\.e\.)(?<!\bal\.)(?<!\bvs\.)(?<!\bFig\.)(?<=[.!?])\s+(?=[A-Z“(])"
-)
 # A quantity named longer than this is left to the claims table (its expected column).
 _LABEL_CHARS = 80
-
-
-def first_sentence(text: str) -> str:
-    """The opening sentence of a claim's statement: a finding quotes it, the claims table
-    has the rest."""
-    return _SENTENCE_END.split(str(text).strip(), maxsplit=1)[0]
 
 
 def _entries(value: Any, name: str = "") -> list[tuple[str, Any]]:
@@ -261,11 +251,75 @@ def finding(claim: dict) -> dict[str, Any]:
     }
 
 
+# The findings the report opens with: at most this many, ranked by :data:`RANK`; the rest are
+# counted beneath them and read in the claims ledger.
+TOP = 10
+
+
+def rank(claim: dict) -> int | None:
+    """Where a claim stands among the findings the report opens with, lower first: what fails
+    of the empirical claims (what the study is for), then what the evidence could not decide,
+    then other failures, then the empirical and analytic claims that hold. None: not a finding
+    to open with (a check of the formulas or the code that holds, a claim not testable)."""
+    verdict, kind = claim["verdict"], claim["kind"]
+    if verdict == "fail":
+        return 0 if kind == "empirical" else 2
+    if verdict == "inconclusive":
+        return 1
+    if verdict == "pass" and kind in ("empirical", "analytic"):
+        return 3 if kind == "empirical" else 4
+    return None
+
+
+# An angle error beyond π is one that went round: what it does to attention is what the
+# wrapped angle does (its distance from the nearest full turn), with the unwrapped one beside.
+_RAD = re.compile(r"\(rad\b")
+
+
+def wrapped_angle(value: float) -> float:
+    """``value`` radians as the rotation it amounts to, in [0, π]."""
+    turn = math.fmod(abs(value), 2 * math.pi)
+    return min(turn, 2 * math.pi - turn)
+
+
+def angle_text(value: Any) -> str:
+    """An angle in radians, wrapped to [0, π], with the unwrapped angle beside where they
+    differ."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return fmt_measured(value)
+    wrapped = wrapped_angle(value)
+    text = f"{fmt_number(wrapped, 3)} rad"
+    if abs(value) > math.pi:
+        text += f" ({fmt_number(value, 3)} rad unwrapped)"
+    return text
+
+
+def property_finding(claim: dict) -> dict[str, Any]:
+    """A property of an artefact outside the study (a shipped model's configuration) as the
+    report lists it in full: the claim's opening sentence, its verdict, and every entry's
+    value in its unit, angles wrapped (:func:`angle_text`), with the threshold."""
+    name, value, segment = _primary(claim)
+    found = _comparator(segment[len(name) :])
+    threshold = segment[len(name) + found.start() + 1 :] if found else None
+    angles = bool(_RAD.search(name))
+    entries = [
+        {"entry": entry, "text": angle_text(v) if angles else fmt_measured(v)}
+        for entry, v in _entries(value)
+    ]
+    unit = " rad" if angles and threshold and "rad" not in threshold else ""
+    return {
+        **finding(claim),
+        "entries": entries,
+        "threshold": f"{threshold}{unit}" if threshold else None,
+    }
+
+
 def findings(
     claims: list[dict[str, Any]],
     titles: dict[str, str],
     sections: list[dict[str, Any]] = (),
     config: dict[str, Any] | None = None,
+    properties_of: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """The report's opening, from the ledger alone: what does not hold; which models the
     shared recipe did not train to the bar its claims set (from the sections' summaries, see
@@ -277,7 +331,32 @@ def findings(
     ``claims`` are the report's claims (each with its section's number, title and anchor);
     ``titles`` maps section ids to titles, for the reasons that name a section; ``sections``
     are the loaded sections and ``config`` the run's config, whose training recipes the
-    shortfalls quote."""
+    shortfalls quote. ``properties_of`` maps a section to what its claims are properties of,
+    where that is not the encodings (``AnalysisSpec.properties_of``): its claims are listed
+    apart, in full (``properties``), and neither open the findings nor count in ``rest``.
+
+    ``top``: the first :data:`TOP` claims by :func:`rank`, in that order (by section within a
+    rank); ``rest``: the study's other claims, counted by verdict."""
+    properties_of = properties_of or {}
+    study = [c for c in claims if c["section"] not in properties_of]
+    ranked = sorted(
+        (c for c in study if rank(c) is not None), key=lambda c: (rank(c), c["section_number"])
+    )
+    top = ranked[:TOP]
+    shown = {c["id"] for c in top}
+    rest = {v: sum(c["verdict"] == v and c["id"] not in shown for c in study) for v in VERDICTS}
+    properties = [
+        {
+            "section": section,
+            "of": what,
+            "section_anchor": next((c["section_anchor"] for c in group), None),
+            "counts": {v: sum(c["verdict"] == v for c in group) for v in VERDICTS},
+            "total": len(group),
+            "claims": [property_finding(c) for c in group],
+        }
+        for section, what in properties_of.items()
+        if (group := [c for c in claims if c["section"] == section])
+    ]
 
     def by_kind(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
         return [
@@ -305,7 +384,17 @@ def findings(
                 key, {"key": key, "heading": heading, "show_reason": own, "claims": []}
             )
             group["claims"].append(finding(c))
+    for group in untested.values():
+        group["count"] = len(group["claims"])
     return {
+        "top": [finding(c) for c in top],
+        "top_count": len(top),
+        "rest": rest,
+        "rest_total": sum(rest.values()),
+        "study_counts": {v: sum(c["verdict"] == v for c in study) for v in VERDICTS},
+        "study_total": len(study),
+        "study_counts_by_kind": counts_by_kind(study),
+        "properties": properties,
         "fail": [finding(c) for c in claims if c["verdict"] == "fail"],
         "shortfalls": training_shortfalls(sections, config or {}),
         "holds": by_kind(("empirical", "analytic")),
@@ -375,8 +464,21 @@ def training_shortfalls(sections: list[dict[str, Any]], config: dict[str, Any]) 
             if margin:
                 text += f" (beating it takes more than {fmt_number(margin)} bits/char below it)"
             recipe = _recipe(steps.get("lm"), (own.get("lm") or {}).get("train") or {})
+            bar = f"below the interpolated trigram's {fmt_number(reference)}"
+            if margin:
+                bar += f" by more than {fmt_number(margin)}"
             found.append(
-                {"task": "lm", "encoding": encoding, "text": text, "recipe": recipe, **place}
+                {
+                    "task": "lm",
+                    "encoding": encoding,
+                    "text": text,
+                    "recipe": recipe,
+                    # The same, as a table row: how many seeds, what they measured, the bar.
+                    "short": f"{len(short)} of {len(rows)}",
+                    "measured": f"{bits} bits/char at L_train",
+                    "bar": bar,
+                    **place,
+                }
             )
         need = summary.get("passkey_min_learners")
         for encoding, learners in (summary.get("passkey_learned_seeds") or {}).items():
@@ -392,6 +494,15 @@ def training_shortfalls(sections: list[dict[str, Any]], config: dict[str, Any]) 
             )
             recipe = _recipe(steps.get("passkey"), (own.get("passkey") or {}).get("train") or {})
             found.append(
-                {"task": "passkey", "encoding": encoding, "text": text, "recipe": recipe, **place}
+                {
+                    "task": "passkey",
+                    "encoding": encoding,
+                    "text": text,
+                    "recipe": recipe,
+                    "short": f"{total - len(learners)} of {total}" if total else "—",
+                    "measured": f"learned at N in {len(learners)}{of} seeds",
+                    "bar": f"learned at N{bar} in {need} seeds",
+                    **place,
+                }
             )
     return found

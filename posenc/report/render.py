@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from pathlib import Path
 
 import tinycss2
@@ -97,6 +98,13 @@ def render(context: dict, template_dir: str | Path, medium: str, css: str) -> st
     for sec in context["sections"]:
         figures = {k: {**f, "src": _figure_src(f, medium)} for k, f in sec["figures"].items()}
         s = {**sec, "figures": figures}
+        # What the appendix of further figures and tables shows of this section, in order.
+        s["appendix_items"] = [
+            {**item, "kind": kind}
+            for kind, items in (("figure", figures), ("table", sec["tables"]))
+            for item in sorted(items.values(), key=lambda i: i["number"])
+            if item.get("placement") == "appendix"
+        ]
         module = _section_module(env, sec["id"])
         s["body"] = Markup(module.body(s))
         sections.append(s)
@@ -109,6 +117,26 @@ def render(context: dict, template_dir: str | Path, medium: str, css: str) -> st
         # Our own stylesheet, not data: inlined as is (escaping would break `a > b`).
         css=Markup(stylesheet_for(css, medium)),
     )
+
+
+# The figures' and tables' anchors, as the partials write them (fig-…, tab-…).
+_NUMBERED = re.compile(r'\bid="((?:fig|tab)-[^"]+)"')
+
+
+def number_in_reading_order(context: dict, template_dir: str | Path, css: str) -> dict:
+    """Number the sections' figures and tables in the order the report shows them, the
+    appendix included, whatever order their section wrote them in: the templates decide where
+    each appears, so the report is rendered once to read that order. Both media show the same
+    order; ``context`` is changed in place (and returned), so data.json and the PDF carry the
+    same numbers. An item no template shows is numbered after the rest."""
+    html = render(context, template_dir, "print", css)
+    order = {anchor: i for i, anchor in enumerate(dict.fromkeys(_NUMBERED.findall(html)))}
+    for kind in ("figures", "tables"):
+        items = [item for sec in context["sections"] for item in sec[kind].values()]
+        items.sort(key=lambda item: order.get(item["anchor"], len(order)))
+        for number, item in enumerate(items, start=1):
+            item["number"] = number
+    return context
 
 
 class _Collect(logging.Handler):

@@ -203,3 +203,26 @@ def job_summary(rows: list[dict], started: datetime | None) -> dict[str, Any]:
         "total_seconds": sum(seconds) if seconds else None,
         "peak_rss_mb": max(rss) if rss else None,
     }
+
+
+def jobs_by_rule(rows: list[dict]) -> list[dict[str, Any]]:
+    """The job table summed per rule (its jobs, how many ran in this invocation, their wall
+    time and their largest peak memory): what the printed report shows, where a table of
+    every job of a large run would fill pages."""
+    by_rule: dict[str | None, list[dict]] = {}
+    for r in rows:
+        by_rule.setdefault(r["rule"], []).append(r)
+    out = []
+    for rule, group in by_rule.items():
+        seconds = [r["seconds"] for r in group if r["seconds"] is not None]
+        rss = [r["max_rss_mb"] for r in group if r["max_rss_mb"] is not None]
+        out.append(
+            {
+                "rule": rule,
+                "jobs": len(group),
+                "ran": sum(r["ran"] is True for r in group),
+                "seconds": sum(seconds) if seconds else None,
+                "max_rss_mb": max(rss) if rss else None,
+            }
+        )
+    return out

@@ -68,10 +68,16 @@ def _downloads(sec_id: str, sources: dict[str, str | None]) -> dict[str, dict[st
     }
 
 
+def _placement(item_id: str, in_appendix) -> str:
+    return "appendix" if item_id in in_appendix else "body"
+
+
 def load_sections(sections: list[dict[str, Any]]) -> tuple[list[dict], list[dict]]:
-    """Read each section's metrics and claims; number figures and tables in report order.
-    Each of ``sections`` names its files (``metrics``, ``claims``, optionally ``timing``) and
-    may carry the ``constants`` its template quotes.
+    """Read each section's metrics and claims; number figures and tables in the order of the
+    metrics (:func:`posenc.report.render.number_in_reading_order` renumbers them in the order
+    the page shows them). Each of ``sections`` names its files (``metrics``, ``claims``,
+    optionally ``timing``) and may carry the ``constants`` its template quotes and the ids of
+    the figures and tables it places in the appendix (``appendix``).
 
     Returns the sections (JSON-serialisable: the context both media render) and the merged
     ledger in section order. A malformed file is a :class:`ReportError` naming it.
@@ -93,12 +99,14 @@ def load_sections(sections: list[dict[str, Any]]) -> tuple[list[dict], list[dict
             }
         claims = check_ledger(read_result(sec["claims"], "claims"), origin=sec["claims"])
         figures, tables = {}, {}
+        appendix = sec.get("appendix") or {}
         for fig in metrics.get("figures", []):
             fig_no += 1
             figures[fig["id"]] = {
                 **fig,
                 "number": fig_no,
                 "anchor": f"fig-{slug(sid)}-{slug(fig['id'])}",
+                "placement": _placement(fig["id"], appendix.get("figures", ())),
                 "downloads": _downloads(sid, {"PNG": fig["png"], "SVG": fig.get("svg")}),
             }
         for tab in metrics.get("tables", []):
@@ -107,6 +115,7 @@ def load_sections(sections: list[dict[str, Any]]) -> tuple[list[dict], list[dict
                 **tab,
                 "number": table_no,
                 "anchor": f"tab-{slug(sid)}-{slug(tab['id'])}",
+                "placement": _placement(tab["id"], appendix.get("tables", ())),
                 "downloads": _downloads(sid, {"CSV": tab["csv"]}),
             }
         for c in claims:

@@ -4,7 +4,7 @@ figure and table as a download, and merge results/claims.json."""
 from pathlib import Path
 
 from posenc.io import atomic_path, write_json
-from posenc.report import FILES, build_context, copy_downloads, render
+from posenc.report import FILES, build_context, copy_downloads, number_in_reading_order, render
 from posenc.workflow import setup
 
 
@@ -24,10 +24,12 @@ def main(snakemake):
         preregistration_file=snakemake.input.preregistration,
         **p.plan,  # the sections, and what the report reads of every other rule
     )
+    css = Path(snakemake.input.stylesheet).read_text()
+    number_in_reading_order(context, p.templates, css)
     write_json(out.claims, context["ledger"])
     copy_downloads(context, report_dir, out.claims)
     write_json(out.data, context)
-    html = render(context, p.templates, "screen", Path(snakemake.input.stylesheet).read_text())
+    html = render(context, p.templates, "screen", css)
     with atomic_path(out.html) as tmp:
         tmp.write_text(html)
     summary = context["job_summary"]
