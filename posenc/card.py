@@ -131,6 +131,8 @@ def cell(
         "number": "—",
         "unit": "",
         "text": "—",
+        "interval": None,
+        "single": False,
         "verdict": "missing",
         "outcome": "missing",
     }

@@ -144,6 +144,24 @@ def test_every_download_link_names_a_file_beside_the_report(desktop, report):
     assert [link for link in links if not link.startswith(LOCAL)] == []
 
 
+def test_the_report_card_is_on_the_first_screen(desktop):
+    # What a reader came for: what the study is, its counts and the card, at 1280×800 before
+    # any scroll. The card's heading, its colour key and the top of its grid are in view.
+    page, _ = desktop
+    page.evaluate("window.scrollTo(0, 0)")
+    seen = page.evaluate(
+        """() => {
+          const box = sel => document.querySelector(sel)?.getBoundingClientRect();
+          const grid = box("#card figure img");
+          return {headline: box(".headline")?.bottom, heading: box("#card h2")?.top,
+                  grid: grid && grid.top, height: window.innerHeight};
+        }"""
+    )
+    assert seen["headline"] is not None and seen["headline"] < seen["height"]
+    assert seen["heading"] is not None and seen["heading"] < seen["height"] / 2, seen
+    assert seen["grid"] is not None and seen["grid"] < seen["height"] - 150, seen
+
+
 def test_screenshots(browser, report):
     # A fresh page: no link focused or hovered by the other tests.
     page, _ = open_report(browser, report, viewport={"width": 1280, "height": 800})

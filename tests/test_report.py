@@ -822,3 +822,52 @@ def test_a_failed_claim_is_quoted_by_the_check_that_fails():
     # Outcomes that do not line up with the expected text: the first check, as before.
     odd = headline({**claim, "outcomes": {"fraction": {"d=64": "fail"}}})
     assert odd["label"] == "log-log slope"
+
+
+# ----------------------------------------------------------------------------- placement
+
+
+def test_appendix_items_leave_a_pointer_and_every_item_is_numbered_in_reading_order(
+    tmp_path, monkeypatch
+):
+    from posenc.report import number_in_reading_order
+
+    monkeypatch.chdir(tmp_path)
+    fake = two_sections(tmp_path)
+    # alpha's template shows heat before curve, though its metrics list curve first; its
+    # table "cases" goes to the appendix of further figures and tables.
+    template = tmp_path / "analyses" / "alpha" / "section.html.j2"
+    text = template.read_text()
+    text = text.replace(
+        "{{ figure(s.figures.curve) }}\n{{ figure(s.figures.heat) }}",
+        "{{ figure(s.figures.heat) }}\n{{ figure(s.figures.curve) }}",
+    )
+    template.write_text(text)
+    fake["sections"][0]["appendix"] = {"figures": [], "tables": ["cases"]}
+    context = context_of(fake)
+    number_in_reading_order(context, fake["template_dir"], CSS)
+    alpha, beta = context["sections"]
+    assert (alpha["figures"]["heat"]["number"], alpha["figures"]["curve"]["number"]) == (1, 2)
+    assert beta["figures"]["decay"]["number"] == 3
+    # Tables: beta's two in its body come first; alpha's, placed in the appendix, after them.
+    assert [beta["tables"]["t1"]["number"], beta["tables"]["t2"]["number"]] == [1, 2]
+    assert alpha["tables"]["cases"]["number"] == 3
+    assert context["appendices"]["further"]["letter"] == "B"
+    for medium in ("screen", "print"):
+        html = html_of(context, fake, medium)
+        body = html.split('<section id="sec-alpha"')[1].split("</section>")[0]
+        assert 'id="tab-alpha-cases"' not in body
+        assert '<a class="xref" href="#tab-alpha-cases">Table 3</a>, in the appendix:' in body
+        further = html.split('<section id="further"')[1].split("</section>")[0]
+        assert 'id="tab-alpha-cases"' in further and "<strong>Table 3.</strong>" in further
+        # The numbers in the page follow the order figures appear in it.
+        shown = [int(n) for n in re.findall(r"<strong>Figure (\d+)\.</strong>", html)]
+        assert shown == sorted(shown) == [1, 2, 3]
+
+
+def test_a_placement_is_body_or_appendix():
+    from posenc.analysis import Figure, Table
+
+    assert Table("t", placement="appendix").placement == "appendix"
+    with pytest.raises(ValueError, match="placement 'sidebar' is not one of body, appendix"):
+        Figure("A curve.", placement="sidebar")

@@ -103,6 +103,7 @@ SPEC = AnalysisSpec(
             "L = {max_len}, the offset where it occurs, the distance of neighbours, and the "
             "brute-force check over all pairs at the check length.",
             csv="min_distance",
+            placement="appendix",
         ),
         "far_pairs": Table(
             "d = {d_model}: the closest pair among positions at least 2 apart, against the "

@@ -118,6 +118,7 @@ SPEC = AnalysisSpec(
             "the same fine-tune on windows of L_train), at L_train and beyond: mean over seeds "
             "[{interval_percent}% interval].",
             csv="finetune_bits",
+            placement="appendix",
         ),
         "stretch": Table(
             "Zero-shot stretches by encoding and arm (mode b): bits/char at each evaluation "

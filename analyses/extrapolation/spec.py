@@ -248,6 +248,7 @@ SPEC = AnalysisSpec(
             "NoPE), and how much the training loss fell over the last tenth of the steps "
             "(plateaued: under {plateau_bits:g} bits/char). Passkey: the seeds whose exact "
             "match at N is at least {passkey_learned_at:g}, of all seeds.",
+            placement="appendix",
         ),
         "extensions": Table(
             "Context extensions evaluated without fine-tuning: how much each lowers the plain "

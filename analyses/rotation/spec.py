@@ -98,6 +98,7 @@ SPEC = AnalysisSpec(
             "(the same bound for the naive angles): the largest over every shift, and the "
             "smallest over the shifts that pass the dtype's exact integers.",
             csv="score_shift",
+            placement="appendix",
         ),
         "linear_map": Table(
             "Least-squares maps PE(p) → PE(p + k): condition number of the training rows, "

@@ -100,6 +100,7 @@ SPEC = AnalysisSpec(
             "posenc's and the float64 formula, the largest difference in float32 ulps, and "
             "the attention factor each gives.",
             csv="frequencies",
+            placement="appendix",
         ),
         "precision": Table(
             "Per model, layer type and path: the largest angle error at the advertised "

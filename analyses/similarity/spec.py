@@ -112,7 +112,8 @@ SPEC = AnalysisSpec(
         "seed_heatmap": Figure(
             "The sinusoidal encoding of {seed[n_positions]} positions in d={seed[d_model]} "
             "dimensions (base {seed[base]:g}), as “Transformers · Positional encoding” draws it: "
-            "fast waves in the low dimensions, slow ones in the high."
+            "fast waves in the low dimensions, slow ones in the high.",
+            placement="appendix",
         ),
         "offset_curves": Figure(
             "Cosine similarity (top) and scaled distance (bottom) between the sinusoidal "
@@ -130,7 +131,8 @@ SPEC = AnalysisSpec(
         ),
         "long_term_decay": Figure(
             "Relative upper bound of each rotary encoding versus relative distance (Su et al. "
-            "2021, Fig. 2), one panel per encoding, one line per head width d."
+            "2021, Fig. 2), one panel per encoding, one line per head width d.",
+            placement="appendix",
         ),
     },
     tables={

@@ -58,6 +58,7 @@ def build_context(
     claims = [
         {
             **c,
+            "headline": headline(c),
             "section_title": by_id[c["section"]]["title"],
             "section_number": by_id[c["section"]]["number"],
             "section_anchor": by_id[c["section"]]["anchor"],
