@@ -23,7 +23,9 @@ def device_name(device: torch.device) -> str:
         return torch.cuda.get_device_name(device)
     import platform
 
-    return f"cpu ({platform.processor() or platform.machine()}, {torch.get_num_threads()} threads)"
+    threads = torch.get_num_threads()
+    plural = "thread" if threads == 1 else "threads"
+    return f"cpu ({platform.processor() or platform.machine()}, {threads} {plural})"
 
 
 def set_threads(threads: int) -> None:

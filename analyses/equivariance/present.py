@@ -76,7 +76,9 @@ def figure_permutation(m: Measurements, ctx: Context):
         _error_panel(ax, rows, ctx.encodings, cfg["dtypes"], _depths(cfg), _floor(m))
         _thresholds(ax, m.summary["tolerance"], cfg["thresholds"]["broken_min"])
         ax.set_title(f"{attention} attention")
-    axes[0].set_ylabel("max|f(PX) − P f(X)| / max|f(X)|")
+    # One label for both panels: on the upper panel alone it was taller than the panel and
+    # ran above the figure.
+    fig.supylabel("max|f(PX) − P f(X)| / max|f(X)|")
     fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncol=3)
     return fig
 
