@@ -332,14 +332,19 @@ def _panel(ax, columns: list[dict], rows: list[dict], font: float, slant: bool) 
                 style.update(color="#7f1d1d", fontweight="bold")
             elif c["outcome"] == "missing":
                 style.update(color="#888888")
-            if c["unit"] and len(c["text"]) > 7:  # the unit on a line of its own
-                ax.text(j + 0.5, i + 0.36, c["number"], **style)
+            # An estimate's interval, or a long unit, on a second line; a single
+            # measurement's † beside its number (the caption says what both mean).
+            mark = " †" if c.get("single") else ""
+            below = c.get("interval") or (c["unit"] if c["unit"] and len(c["text"]) > 7 else "")
+            if below:
+                first = c["number"] if below == c["unit"] else c["text"]
+                ax.text(j + 0.5, i + 0.36, first + mark, **style)
                 ax.text(
-                    j + 0.5, i + 0.76, c["unit"], ha="center", va="center", fontsize=font,
+                    j + 0.5, i + 0.76, below, ha="center", va="center", fontsize=font,
                     color="#5b6168",
                 )  # fmt: skip
             else:
-                ax.text(j + 0.5, i + 0.5, c["text"], **style)
+                ax.text(j + 0.5, i + 0.5, c["text"] + mark, **style)
     # A rule between the properties of different sections.
     for i in range(1, len(columns)):
         if columns[i]["section"] != columns[i - 1]["section"]:

@@ -457,8 +457,22 @@ def test_each_cell_is_drawn_in_its_outcomes_colour_with_its_number():
     ]  # fmt: skip
     assert data["rows"][1]["cells"][1]["outcome"] == "lacks"
     texts = {(t.get_position(), t.get_text()): t for t in ax.texts}
-    assert texts[(2.5, 0.5), "0.75"].get_fontweight() == "bold"  # the failure
+    # The failure, a single measurement (no interval): its number marked †.
+    assert texts[(2.5, 0.5), "0.75 †"].get_fontweight() == "bold"
     assert texts[(5.5, 0.5), "—"]  # not measured
+    plt.close(fig)
+
+
+def test_an_estimate_is_drawn_with_its_interval_beneath():
+    import matplotlib.pyplot as plt
+
+    interval = {"estimate": 1.5, "low": 1.25, "high": 1.75, "level": 0.95}
+    section = {"id": "a", "title": "A", "columns": [CardColumn("bits", ("bits",))],
+               "evidence": {"bits": {"rope": interval}}, "ledger": []}  # fmt: skip
+    fig = card.figure(card.build([section], ["rope"], {}))
+    [ax] = [a for a in fig.axes if a.collections]
+    texts = {(t.get_position(), t.get_text()) for t in ax.texts}
+    assert ((0.5, 0.36), "1.5") in texts and ((0.5, 0.76), "1.25–1.75") in texts
     plt.close(fig)
 
 
