@@ -8,6 +8,7 @@ from pathlib import Path
 from snakemake.utils import min_version
 
 from posenc import analysis, codegraph, config as posenc_config, encoding_metadata
+from posenc.workflow_root import cache_dir
 
 min_version("9.0")
 
@@ -19,7 +20,7 @@ ROOT = Path(workflow.basedir)
 SPECS = analysis.discover(ROOT)
 # The project's import graph (posenc.codegraph), parsed once: every rule's `code` param
 # (rules/common.smk) and the key of the registry's metadata are digests of it.
-CODE = codegraph.project_graph(ROOT, ROOT / ".snakemake" / "posenc" / "codegraph.json")
+CODE = codegraph.project_graph(ROOT, cache_dir(ROOT) / "codegraph.json")
 # Plugins register encodings before validation, so the schema accepts their names and their
 # hyper-parameters (the encoding: block); the registry's metadata is cached by a digest of the
 # code that reads it (posenc.encoding_metadata): a no-op run imports no torch.

@@ -84,8 +84,24 @@ def workflow_benchmarks(cores: int, repeats: int) -> dict:
     }
 
 
+def commit() -> str:
+    """The checkout's commit, "+changes" where the work tree differs from it: the README
+    names what each figure was measured at."""
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return head + ("+changes" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
 def run(repeats: int, cores: int, skip: set[str]) -> dict:
-    results = {"machine": machine(), "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    results = {
+        "machine": machine(),
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "commit": commit(),
+    }
     if "workflow" not in skip:
         results["workflow"] = workflow_benchmarks(cores, repeats)
     if "throughput" not in skip:
@@ -113,8 +129,10 @@ def run(repeats: int, cores: int, skip: set[str]) -> dict:
 
 def markdown(results: dict) -> str:
     m = results["machine"]
+    at = f" at commit {results['commit']}" if results.get("commit") else ""
     lines = [
-        f"Measured {results['date']} on {m['processor']}, {m['cpus']} CPUs, torch {m['torch']}"
+        f"Measured {results['date']}{at} on {m['processor']}, {m['cpus']} CPUs, "
+        f"torch {m['torch']}"
         + (f", {m['cuda']}" if m["cuda"] else "")
         + " (`python benchmarks/run.py`).",
         "",

@@ -27,7 +27,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from posenc import codegraph, plugins
+from posenc import codegraph, plugins, workflow_root
 
 # What the subprocess runs, as files of the posenc package: this module, the registry (whose
 # __init__ imports every module of its folder), the probes and the plugin loader. This module
@@ -40,7 +40,7 @@ def code_graph(root: str | Path, cache: str | Path | None = None) -> codegraph.C
     workflow's file cache (``codegraph.json`` in ``cache``) but never writes it, as the
     Snakefile's graph, which parses these modules too, writes it (two writers would each drop
     the other's entries)."""
-    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    cache_dir = Path(cache or workflow_root.cache_dir(root))
     return codegraph.project_graph(root, cache_dir / "codegraph.json")
 
 
@@ -87,7 +87,7 @@ def metadata(
     """``{name: metadata}`` for every registered encoding, built-ins first, then plugins'.
     ``graph``: the import graph to key it by (:func:`digest`)."""
     entries = [plugins.resolve(e, root) for e in plugin_entries or []]
-    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    cache_dir = Path(cache or workflow_root.cache_dir(root))
     graph = graph or code_graph(root, cache_dir)
     path = cache_dir / f"metadata-{digest(entries, root, graph)}.json"
     return _cached_run(path, entries, root)
@@ -134,7 +134,7 @@ def encoding_problems(
     module the checks run asks afresh.
     """
     entries = [plugins.resolve(e, root) for e in config.get("plugins", [])]
-    cache_dir = Path(cache or Path(root, ".snakemake", "posenc"))
+    cache_dir = Path(cache or workflow_root.cache_dir(root))
     graph = graph or code_graph(root, cache_dir)
     meta = metadata(config.get("plugins", []), root, cache_dir, graph)
     names = [e for e in config.get("encodings", []) if meta.get(e, {}).get("checks")]

@@ -59,7 +59,7 @@ def plugin_digest(model):
 
 # ----- the rules built from each analysis' spec (rules/analyses.smk)
 
-CAPTIONS = Path(workflow.basedir, ".snakemake", "posenc", "captions")
+CAPTIONS = cache_dir(workflow.basedir) / "captions"
 
 
 def caption_file(name, figure_id, caption):

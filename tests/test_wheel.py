@@ -181,3 +181,16 @@ def test_a_checkout_is_its_own_workflow_root():
     from posenc.workflow_root import ROOT as WORKFLOW_ROOT
 
     assert WORKFLOW_ROOT == ROOT
+
+
+def test_an_installed_workflow_keeps_its_caches_in_the_working_folder(tmp_path, monkeypatch):
+    # A wheel's package folder may be read-only and is shared by every folder that runs it;
+    # a checkout keeps its caches beside its workflow, as it always has.
+    from posenc.workflow_root import cache_dir
+
+    package = tmp_path / "site-packages" / "posenc"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    monkeypatch.chdir(tmp_path)
+    assert cache_dir(package) == tmp_path / ".snakemake" / "posenc"
+    assert cache_dir(ROOT) == ROOT / ".snakemake" / "posenc"
