@@ -871,3 +871,29 @@ def test_a_placement_is_body_or_appendix():
     assert Table("t", placement="appendix").placement == "appendix"
     with pytest.raises(ValueError, match="placement 'sidebar' is not one of body, appendix"):
         Figure("A curve.", placement="sidebar")
+
+
+def test_a_shipped_property_is_listed_in_full_with_angles_wrapped():
+    from posenc.report.findings import angle_text, property_finding
+
+    # 317 rad is 50 turns and 2.85 rad: the rotation a cached key is off by.
+    assert angle_text(317.00716526484115) == "2.85 rad (317 rad unwrapped)"
+    assert angle_text(2.866) == "2.87 rad" and angle_text(-3.5) == "2.78 rad (-3.5 rad unwrapped)"
+    claim = {
+        "id": "shipped.switch_small",
+        "kind": "analytic",
+        "verdict": "fail",
+        "statement": "Cached keys stay close. More words.",
+        "expected": "largest cached-key angle error at L − 1 (rad) ≤ 0.1",
+        "measured": {"phi-3": 317.00716526484115, "llama": 0.05},
+        "section_anchor": "sec-shipped",
+        "section_number": 9,
+        "section_title": "Shipped",
+    }
+    found = property_finding(claim)
+    assert found["quantity"] == "Largest cached-key angle error at L − 1 (rad)"
+    assert found["entries"] == [
+        {"entry": "phi-3", "text": "2.85 rad (317 rad unwrapped)"},
+        {"entry": "llama", "text": "0.05 rad"},
+    ]
+    assert found["threshold"] == "≤ 0.1 rad" and found["statement"] == "Cached keys stay close."

@@ -59,7 +59,8 @@ SPEC = AnalysisSpec(
     figures={
         "scaling": Figure(
             "Median time per call against L at each width d (every point timed in {rounds} "
-            "rounds interleaved with all the others, each preceded by warm-up calls, {warmup} per round; "
+            "rounds interleaved with all the others, each preceded by warm-up calls, "
+            "{warmup} per round; "
             "the median of at least {min_blocks} timed blocks of about a millisecond and "
             "{min_run_time:g} s in all): one attention layer (black) and each "
             "encoding's own work; dotted: the log-log fits of t − t₀ "

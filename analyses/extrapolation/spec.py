@@ -208,7 +208,8 @@ SPEC = AnalysisSpec(
             "number (attention dilution), and against the share of attention on keys farther "
             "than any distance training showed (unseen relative positions); mean over layers, "
             "bars: {interval_percent}% intervals over windows. Hollow: LMs that did not learn, "
-            "left out of the rank correlation in each title."
+            "left out of the rank correlation in each title.",
+            placement="appendix",
         ),
     },
     tables={
@@ -239,6 +240,7 @@ SPEC = AnalysisSpec(
             "claims read the means over the seeds that learned the task at N only "
             "(the table of learners).",
             csv="passkey_accuracy",
+            placement="appendix",
         ),
         "learned": Table(
             "Which trained models learned their task, the precondition of every claim on "

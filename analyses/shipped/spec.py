@@ -33,7 +33,7 @@ def _path_claim(path: str, kind: str = "analytic") -> Claim:
                 f"{path}_error_at_context",
                 "<=",
                 "angle_rad",
-                label=f"largest angle error at the context, {path} (rad)",
+                label=f"largest angle error at the context with {PATH_WORDS[path]} (rad)",
             ),
         ),
         references=("su2021", "wolf2020"),

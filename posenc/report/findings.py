@@ -307,8 +307,11 @@ def property_finding(claim: dict) -> dict[str, Any]:
         for entry, v in _entries(value)
     ]
     unit = " rad" if angles and threshold and "rad" not in threshold else ""
+    name = name.strip().rstrip(",")
     return {
         **finding(claim),
+        # What the numbers are, where the statement does not say it in as many words.
+        "quantity": name[:1].upper() + name[1:] if name else None,
         "entries": entries,
         "threshold": f"{threshold}{unit}" if threshold else None,
     }
