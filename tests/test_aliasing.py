@@ -430,7 +430,9 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings):
         titles = " ".join(ax.get_title() for ax in fig.axes)
         assert waves in titles and turn in titles, fid
     fig = present.figure_errors(m, ctx)
-    labels = " ".join(t.get_text() for t in fig.axes[0].get_legend().get_texts())
+    # The legend is the figure's (one for every panel) or the first panel's.
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    labels = " ".join(t.get_text() for legend in legends for t in legend.get_texts())
     assert waves in labels and turn in labels
 
 
