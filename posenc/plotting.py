@@ -49,6 +49,36 @@ PAGE_HEIGHT_IN = 6.4
 REFERENCE_COLORS = ("0.25", "0.5", "0.65")
 REFERENCE_DASHES = ((0, (1, 1.5)), (0, (4, 2)), (0, (6, 2, 1, 2)), (0, (2, 3)))
 
+# Series that are not encodings (dtypes, methods, models, implementations, cases): colours that
+# are neither tab10's nor any encoding's own. Each is at least 18 CIEDE2000 from every encoding
+# colour (tab10 and the registry's teal, goldenrod, darkgreen, navy), from the greys above and
+# from one another, where the encodings' own closest pair (olive and goldenrod) is 15: no series
+# is easier to take for an encoding than one encoding is for another. Ready-made palettes could
+# not do this (Dark2, Okabe-Ito and Tol's each hold a colour within 8 of an encoding: Dark2's
+# yellow of goldenrod, Okabe-Ito's blue of tab:blue, Tol's indigo of navy), so these were
+# picked by a max-min search over a colour grid. Their order keeps the first four, as many as a
+# figure usually draws, at least 23 apart under simulated deuteranopia, protanopia and
+# tritanopia (Machado et al. 2009). Beyond four, and for telling a series from an encoding
+# under a colour-vision deficiency (fourteen encoding hues leave no room for that), every
+# series also takes its own marker and line style.
+SERIES_PALETTE = (
+    "#443300",  # dark umber
+    "#99aaff",  # periwinkle
+    "#ff8888",  # light red
+    "#3333ff",  # ultramarine
+    "#996600",  # ochre
+    "#880055",  # plum
+    "#88bb99",  # sage
+    "#661100",  # dark rust
+)
+# Seven markers and five line styles against eight colours: lengths pairwise coprime, so no two
+# of the first 280 series share all three.
+SERIES_MARKERS = ("o", "s", "^", "D", "v", "P", "X")
+SERIES_LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)))
+# The dtypes in the order that gives each its look: series_style([*DTYPES, *names]) draws a
+# dtype alike in every figure, whichever of them a figure shows.
+DTYPES = ("bfloat16", "float16", "float32", "float64")
+
 
 def type_sizes() -> tuple[float, ...]:
     """Every size of the type scale, in points."""
@@ -169,3 +199,18 @@ def style(name: str) -> dict[str, str]:
     color = spec.color if spec and spec.color else free[index % len(free)]
     marker = spec.marker if spec and spec.marker else MARKERS[index % len(MARKERS)]
     return {"color": color, "marker": marker}
+
+
+def series_style(names) -> dict[str, dict]:
+    """``{name: {"color", "marker", "ls"}}`` for series that are not encodings, by each name's
+    first place in ``names``: a figure that passes the same names in the same order gives each
+    the same look, and none takes an encoding's colour (:data:`SERIES_PALETTE`)."""
+    order = list(dict.fromkeys(names))
+    return {
+        name: {
+            "color": SERIES_PALETTE[i % len(SERIES_PALETTE)],
+            "marker": SERIES_MARKERS[i % len(SERIES_MARKERS)],
+            "ls": SERIES_LINESTYLES[i % len(SERIES_LINESTYLES)],
+        }
+        for i, name in enumerate(order)
+    }

@@ -4,18 +4,18 @@ angles are panels, one per configured encoding that has one, styled from the reg
 import math
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import PAGE_WIDTH_IN, panel_grid, style, themed
+from posenc.plotting import DTYPES, PAGE_WIDTH_IN, panel_grid, series_style, style, themed
 
 from .compute import _find
 
 ERROR_FLOOR = 1e-12  # exact zeros are drawn here on log axes, below every rounding error shown
-DTYPE_COLORS = {
-    "bfloat16": "tab:red",
-    "float16": "tab:orange",
-    "float32": "tab:blue",
-    "float64": "tab:green",
-}
 TABLE_LINES = ("-", "--", ":", "-.")
+
+
+def _dtype_color(dtype: str) -> str:
+    """A dtype's colour, the one it has in every figure (posenc.plotting.DTYPES); one not
+    listed there still gets one that no encoding has."""
+    return series_style([*DTYPES, dtype])[dtype]["color"]
 
 
 def _variant_styles(variants: list[str]) -> dict[str, dict]:
@@ -24,7 +24,7 @@ def _variant_styles(variants: list[str]) -> dict[str, dict]:
     for name in variants:
         store = name.split()[1] if name.startswith("naive") else name.split()[0]
         dashes = "-" if name.startswith("naive") else ("--" if "float32 angles" in name else ":")
-        out[name] = {"color": DTYPE_COLORS.get(store, "black"), "ls": dashes}
+        out[name] = {"color": _dtype_color(store), "ls": dashes}
     return out
 
 
@@ -55,25 +55,22 @@ def _drawable(errors: list[float], floor: float) -> list[float]:
 @themed
 def figure_min_distance(m: Measurements, ctx: Context):
     """Exact minimum distance against L, one panel per base, one line per d."""
-    import matplotlib.pyplot as plt
-
     cfg = ctx.cfg
     bases = cfg["exact"]["bases"]
     fig, axes = panel_grid(len(bases), ncols=2, panel_height=3.6, sharey=True)
     if len(bases) == 1:
         fig.set_figwidth(PAGE_WIDTH_IN * 0.75)
-    cmap = plt.get_cmap("viridis")
     ds = cfg["exact"]["d_values"]
+    looks = series_style(ds)
     for ax, base in zip(axes, bases):
-        for j, d in enumerate(ds):
+        for d in ds:
             rows = _find(m.rows["min_distance"], d=d, base=base)
             ax.plot(
                 [r["length"] for r in rows],
                 [r["min_distance"] for r in rows],
-                marker="o",
                 ms=3,
-                color=cmap(j / max(1, len(ds) - 1)),
                 label=f"d = {d}",
+                **looks[d],
             )
         ax.set(xscale="log", yscale="log", xlabel="L (positions 0..L−1)", title=f"base {base:g}")
         ax.grid(alpha=0.3, which="both")
@@ -166,7 +163,7 @@ def figure_errors(m: Measurements, ctx: Context):
                 marker=style(name)["marker"],
                 ms=3,
                 markevery=max(1, len(rows) // 12),
-                color=DTYPE_COLORS.get(variant.split()[0], "black"),
+                color=_dtype_color(variant.split()[0]),
                 label=f"{name}, {variant}",
             )
     axes[0].set(

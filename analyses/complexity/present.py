@@ -3,7 +3,14 @@
 import numpy as np
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import PAGE_WIDTH_IN, panel_grid, reference_line, style, themed
+from posenc.plotting import (
+    PAGE_WIDTH_IN,
+    panel_grid,
+    reference_line,
+    series_style,
+    style,
+    themed,
+)
 
 from .compute import ATTENTION
 
@@ -25,7 +32,12 @@ def _legend_beside(ax, **kws) -> None:
 
 
 def look(name: str) -> dict:
-    return {"color": "black", "marker": "o"} if name == ATTENTION else style(name)
+    """An encoding's look, or the bare attention's from the palette of series that are not
+    encodings; colour and marker only, the width takes the line style."""
+    if name == ATTENTION:
+        bare = series_style([ATTENTION])[ATTENTION]
+        return {"color": bare["color"], "marker": bare["marker"]}
+    return style(name)
 
 
 @themed

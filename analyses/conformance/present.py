@@ -2,24 +2,20 @@
 a library that is not installed shows n/a and the reason."""
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import panel_grid, reference_line, themed
+from posenc.plotting import panel_grid, reference_line, series_style, themed
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
-# One look per implementation, in the order compute lists them (ours first).
-COLORS = ("tab:blue", "tab:cyan", "tab:orange", "tab:green", "tab:red", "tab:purple")
-MARKERS = ("o", "s", "D", "^", "v", "P")
-# Implementations that agree draw the same curve: earlier ones wider and dashed differently,
-# their markers staggered, so that every one stays visible under the others.
-LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1)), (0, (1, 1)))
 NA = "n/a"
 
 
 def _look(names: list[str], name: str) -> dict:
+    """One look per implementation, in the order compute lists them (ours first), from the
+    palette of series that are not encodings. Implementations that agree draw the same curve:
+    earlier ones wider, each dashed differently and its markers staggered, so that every one
+    stays visible under the others."""
     i = names.index(name)
     return {
-        "color": COLORS[i % len(COLORS)],
-        "marker": MARKERS[i % len(MARKERS)],
-        "ls": LINESTYLES[i % len(LINESTYLES)],
+        **series_style(names)[name],
         "lw": 1 + 1.5 * (len(names) - 1 - i) / max(1, len(names) - 1),
     }
 

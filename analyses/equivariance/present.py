@@ -3,9 +3,16 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import PAGE_WIDTH_IN, panel_grid, themed
+from posenc.plotting import DTYPES, PAGE_WIDTH_IN, panel_grid, series_style, themed
 
 from .compute import _select
+
+
+def _dtype_colors(dtypes) -> dict[str, str]:
+    """Each dtype's colour, the one it has in every figure (posenc.plotting.DTYPES), none of
+    them an encoding's."""
+    looks = series_style([*DTYPES, *dtypes])
+    return {dt: looks[dt]["color"] for dt in dtypes}
 
 
 def _error_panel(ax, rows, encodings, dtypes, depths, floor: float) -> None:
@@ -17,7 +24,7 @@ def _error_panel(ax, rows, encodings, dtypes, depths, floor: float) -> None:
     for an encoding that every other permutation breaks."""
     combos = list(itertools.product(dtypes, depths))
     width = 0.7 / len(combos)
-    colors = {dt: c for dt, c in zip(dtypes, ("tab:blue", "tab:orange", "tab:green"))}
+    colors = _dtype_colors(dtypes)
     barred = [r for r in rows if r.get("permutation") != "reversal"]
     for k, (dt, depth) in enumerate(combos):
         for i, encoding in enumerate(encodings):
@@ -52,8 +59,10 @@ def _error_panel(ax, rows, encodings, dtypes, depths, floor: float) -> None:
 
 
 def _thresholds(ax, tol: dict[str, float], broken_min: float) -> None:
-    for (dt, t), color in zip(tol.items(), ("tab:blue", "tab:orange", "tab:green")):
-        ax.axhline(t, color=color, ls="--", lw=0.8, label=f"{dt} tolerance")
+    # Each dtype's tolerance in its bars' colour: the line a bar of that dtype is held to.
+    colors = _dtype_colors(tol)
+    for dt, t in tol.items():
+        ax.axhline(t, color=colors[dt], ls="--", lw=0.8, label=f"{dt} tolerance")
     ax.axhline(broken_min, color="black", ls=":", lw=0.8, label="broken above")
 
 

@@ -1,31 +1,39 @@
 """Context-extension figures and tables: one function per figure and per table of the spec.
-The methods share RoPE's colour family by taking fixed, distinct colours and markers here, the
-one place that names them; the plain model is RoPE's own look (posenc.plotting.style)."""
+The methods take their colours, markers and line styles from the palette of series that are not
+encodings (posenc.plotting.series_style), here, the one place that names them; the plain model
+is RoPE's own look (posenc.plotting.style)."""
 
 from typing import Any
 
 from posenc.analysis import Context, Measurements
 from posenc.claims import interval_text
-from posenc.plotting import estimate_band, panel_grid, reference_line, style, themed
+from posenc.plotting import (
+    estimate_band,
+    panel_grid,
+    reference_line,
+    series_style,
+    style,
+    themed,
+)
 
 from .spec import CONTROL
 
 # What the continued-training control is called wherever a reader sees it.
 CONTROL_LABEL = "continued training, no scaling"
-CONTROL_LOOK = ("0.35", "o", "-")
 
-# One look per method: colour-blind-safe colours, distinct markers and line styles.
+# One look per method, arm and the control, the same in every figure, from the palette of
+# series that are not encodings. Nine names and eight colours: the stretch arms come first
+# and the fine-tunes after, so the one colour used twice (logn's and llama3's) joins two
+# series that no figure draws together (stretch arms are only in figure_stretch).
 LOOKS = {
-    "pi": ("tab:orange", "s", "--"),
-    "ntk": ("tab:purple", "^", ":"),
-    "dynamic": ("tab:brown", "v", (0, (3, 1, 1, 1))),
-    "yarn": ("tab:red", "D", "-."),
-    "llama3": ("tab:olive", "P", (0, (5, 2))),
-    # The stretches of every trained LM (query temperature, LongRoPE).
-    "logn": ("tab:blue", "o", "--"),
-    "llama4": ("tab:pink", "X", ":"),
-    "longrope": ("tab:cyan", "*", "-."),
+    name: (look["color"], look["marker"], look["ls"])
+    for name, look in series_style(
+        # The stretches of every trained LM (query temperature, LongRoPE), then the methods.
+        ["logn", "llama4", "longrope", "pi", "ntk", "dynamic", "yarn", CONTROL_LABEL, "llama3"]
+    ).items()
 }
+CONTROL_LOOK = LOOKS[CONTROL_LABEL]
+
 # What a reader sees for each stretch arm.
 ARM_LABELS = {
     "logn": "log-n query scaling",
@@ -38,7 +46,11 @@ def _look(method: str, encoding: str) -> tuple[str, str, Any]:
     if method == "plain":
         look = style(encoding)
         return look["color"], look["marker"], "-"
-    return LOOKS.get(method, ("tab:gray", "x", "--"))
+    # A method the table above does not know yet still gets a look no encoding has.
+    if method not in LOOKS:
+        look = series_style([*LOOKS, method])[method]
+        return look["color"], look["marker"], look["ls"]
+    return LOOKS[method]
 
 
 cell = interval_text  # the estimate [interval], or 'undefined'

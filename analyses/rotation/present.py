@@ -3,11 +3,16 @@
 import itertools
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import nothing_to_show, panel_grid, reference_line, style, themed
+from posenc.plotting import (
+    nothing_to_show,
+    panel_grid,
+    reference_line,
+    series_style,
+    style,
+    themed,
+)
 
 FLOOR = 2.0**-52 / 8  # exact zeros are drawn here, below every error (eps(float64) / 8)
-# Score-shift cases by line style: storage dtype, then the naive case (angles in it too).
-LINESTYLES = ("-", "--", "-.", (0, (5, 1, 1, 1, 1, 1)))
 
 
 @themed
@@ -57,8 +62,16 @@ def figure_score_shift(m: Measurements, ctx: Context):
     fig, (ax, bx) = panel_grid(2, ncols=1, panel_height=3.0, sharex=True)
     rows = m.rows["score_shift"]
     cases = list(dict.fromkeys((r["dtype"], r["angles"], r["naive"]) for r in rows))
+    names = [f"{x}, {a} angles" + (" (naive)" if naive else "") for x, a, naive in cases]
+    # Each line in its encoding's colour, its case told by marker and line style both (from
+    # the palette of series that are not encodings): a case's lines read alike in every
+    # encoding's colour, and a reader who sees this figure in grey can still tell them apart.
+    looks = {
+        name: {"marker": look["marker"], "ls": look["ls"]}
+        for name, look in series_style(names).items()
+    }
     for encoding in m.summary["qk_measured"]:
-        for n, (x, a, naive) in enumerate(cases):
+        for name, (x, a, _) in zip(names, cases):
             case = [
                 r
                 for r in rows
@@ -66,10 +79,10 @@ def figure_score_shift(m: Measurements, ctx: Context):
             ]
             line = {
                 "lw": 1,
-                "ms": 3,
-                "ls": ":" if naive else LINESTYLES[n % len(LINESTYLES)],
-                "label": f"{encoding}: {x}, {a} angles",
-                **style(encoding),
+                "ms": 4,
+                "markevery": max(1, len(case) // 8),
+                "color": style(encoding)["color"],
+                **looks[name],
             }
             positions = [r["max_position"] for r in case]
             ax.plot(positions, [max(r["max_deviation"], FLOOR) for r in case], **line)
@@ -101,7 +114,17 @@ def figure_score_shift(m: Measurements, ctx: Context):
     )
     for a_ in (ax, bx):
         a_.grid(alpha=0.3, which="both")
-    fig.legend(*bx.get_legend_handles_labels(), loc="outside lower center", ncol=2)
+    # One key for the encodings (their colour) and one for the cases (marker and line style,
+    # drawn in black: any encoding's colour), rather than every encoding-case pair.
+    from matplotlib.lines import Line2D
+
+    keys = [
+        Line2D([], [], color=style(e)["color"], lw=2, label=e) for e in m.summary["qk_measured"]
+    ]
+    keys += [Line2D([], [], color="black", lw=1, ms=4, label=n, **looks[n]) for n in names]
+    handles, labels = bx.get_legend_handles_labels()  # the limit of the claims
+    labels = [k.get_label() for k in keys] + labels
+    fig.legend(keys + handles, labels, loc="outside lower center", ncol=2)
     return fig
 
 

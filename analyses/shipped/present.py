@@ -4,17 +4,31 @@ Model × property grid colouring is the template's, from the ledger's per-model 
 import textwrap
 
 from posenc.analysis import Context, Measurements
-from posenc.plotting import PAGE_WIDTH_IN, nothing_to_show, panel_grid, reference_line, themed
+from posenc.plotting import (
+    PAGE_WIDTH_IN,
+    nothing_to_show,
+    panel_grid,
+    reference_line,
+    series_style,
+    themed,
+)
 
 FLOOR = 1e-9  # an exact zero is drawn here, below every rounding error
 NA = "n/a"
 
 
-def _cmap(n: int):
-    import matplotlib.pyplot as plt
+def _marks(n: int) -> int:
+    """markevery for a line of ``n`` points: about eight markers, enough to tell a line's
+    marker past its colour (the palette repeats a colour past eight models), few enough to
+    leave the line readable."""
+    return max(1, n // 8)
 
-    cmap = plt.get_cmap("tab20")
-    return [cmap(i % 20) for i in range(n)]
+
+def _model_looks(m: Measurements) -> dict[str, dict]:
+    """One look per model, the same in both figures: from the palette of series that are not
+    encodings, in the order the summary lists the models."""
+    names = [model["model"] for model in m.summary["models"]]
+    return series_style([*names, *(r["model"] for r in m.rows.get("curve", []))])
 
 
 @themed
@@ -22,26 +36,31 @@ def figure_spectrum(m: Measurements, ctx: Context):
     """Wavelength over the advertised context per pair (log y), a line per model and layer type."""
     import matplotlib.pyplot as plt
 
-    lines = [
-        (
-            f"{model['model']} ({s['layer_type']})"
-            if len(model["spectra"]) > 1
-            else model["model"],
-            s["wavelength"],
-            model["context"],
-        )
-        for model in m.summary["models"]
-        for s in model["spectra"]
-    ]
+    looks = _model_looks(m)
+    lines = []
+    for model in m.summary["models"]:
+        for k, s in enumerate(model["spectra"]):
+            several = len(model["spectra"]) > 1
+            label = f"{model['model']} ({s['layer_type']})" if several else model["model"]
+            # A model's later layer types in its colour and marker, hollow and loosely dotted
+            # (a dash no model's first line has): the colour still names the model.
+            look = looks[model["model"]] | ({"ls": (0, (1, 3)), "mfc": "none"} if k else {})
+            lines.append((label, s["wavelength"], model["context"], look))
     if not lines:
         return nothing_to_show("no rotary model measured")
     fig, ax = plt.subplots(figsize=(PAGE_WIDTH_IN, 4.6), layout="constrained")
-    for (label, wavelength, context), color in zip(lines, _cmap(len(lines))):
+    for label, wavelength, context, look in lines:
         n = len(wavelength)
         x = [(i + 0.5) / n for i in range(n)]
         y = [w / context if w is not None else None for w in wavelength]
         ax.plot(
-            x, [v if v is not None else float("nan") for v in y], color=color, lw=1.2, label=label
+            x,
+            [v if v is not None else float("nan") for v in y],
+            lw=1.2,
+            ms=4,
+            markevery=_marks(n),
+            label=label,
+            **look,
         )
     reference_line(ax, 1.0)
     ax.set_yscale("log")
@@ -61,7 +80,7 @@ def figure_angle_error(m: Measurements, ctx: Context):
     if not curve:
         return nothing_to_show("no rotary model measured")
     models = list(dict.fromkeys(r["model"] for r in curve))
-    colors = dict(zip(models, _cmap(len(models))))
+    looks = _model_looks(m)
     # Two panels a row: a row of every path was drawn 13 inches wide.
     fig, axes = panel_grid(len(paths), ncols=2, panel_height=2.3, sharex=True, sharey=True)
     for ax, path in zip(axes, paths):
@@ -73,7 +92,15 @@ def figure_angle_error(m: Measurements, ctx: Context):
             for r in rows:  # worst layer type per position
                 by_pos[r["position"]] = max(by_pos.get(r["position"], 0.0), r["max_angle_error"])
             xs = sorted(by_pos)
-            ax.plot(xs, [max(by_pos[x], FLOOR) for x in xs], color=colors[model], lw=1, label=model)
+            ax.plot(
+                xs,
+                [max(by_pos[x], FLOOR) for x in xs],
+                lw=1,
+                ms=4,
+                markevery=_marks(len(xs)),
+                label=model,
+                **looks[model],
+            )
         reference_line(ax, ctx.cfg["thresholds"]["angle_rad"])
         ax.set_xscale("log")
         ax.set_yscale("log")
