@@ -676,8 +676,13 @@ def test_compute_and_present_on_a_small_run(one_thread):
         assert f"d = {d}" in ax.get_title()
     fig = present.figure_memory(m, context())
     top = fig.axes[0]
+    # The cache sizes are reference lines (posenc.plotting.reference_line): vertical, grey.
+    from posenc.plotting import REFERENCE_COLORS
+
     cache_lines = [
-        ln for ln in top.get_lines() if ln.get_linestyle() == "--" and ln.get_color() == "grey"
+        ln
+        for ln in top.get_lines()
+        if ln.get_color() in REFERENCE_COLORS and len(set(ln.get_xdata())) == 1
     ]
     assert len(cache_lines) == len(m.timing["machine"]["caches"]["levels"])
     # The ratio table: every encoding timed at every width, every configured L; a gap only

@@ -580,9 +580,10 @@ def test_bits_figure_draws_the_baselines_and_tells_extensions_apart():
     m, _ = run()
     fig = present.figure_bits_vs_length(m, ctx_for(m))
     for ax in fig.axes:
-        texts = {t.get_text() for t in ax.texts}
-        assert texts == {f"{k} {v:.2f}" for k, v in BASELINES.items()}
+        # The count-model baselines are reference lines named in the legend (labels beside
+        # the lines overlapped where two baselines were close).
         lines = {line.get_label(): line for line in ax.get_lines()}
+        assert {f"{k} {v:.2f}" for k, v in BASELINES.items()} <= set(lines)
         extended = [e for e in ENCODINGS if REGISTRY[e].extensions]
         assert extended
         for e in extended:

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from posenc import ruleset
+from posenc.analysis import Figure, Table
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,8 +50,22 @@ SECTIONS = {
 TRAIN = rule("train", {"model": "m/{seed}.pt", "timing": "m/{seed}/timing.json"}, code="t1")
 REPORT = rule("report", {"html": "index.html"}, "results/benchmarks/report.tsv", code="r1")
 SPECS = {
-    "alpha": SimpleNamespace(title="Alpha", references=("su2021",), constants={"heads": 2}),
-    "beta": SimpleNamespace(title="Beta", references=(), constants={}),
+    "alpha": SimpleNamespace(
+        title="Alpha",
+        references=("su2021",),
+        constants={"heads": 2},
+        figures={"curve": Figure("A curve.", placement="appendix")},
+        tables={"cases": Table("Cases.")},
+        properties_of=None,
+    ),
+    "beta": SimpleNamespace(
+        title="Beta",
+        references=(),
+        constants={},
+        figures={},
+        tables={},
+        properties_of="the configurations open models ship",
+    ),
 }
 CONFIG = {"encodings": ["rope"]}
 ENCODINGS = {"rope": {"citation": "su2021"}}
@@ -70,6 +85,9 @@ def test_the_sections_keep_the_report_order_and_name_their_files():
         "title": "Alpha",
         "references": ["su2021", "su2021"],  # its spec's, then the encodings' own
         "constants": {"heads": 2},
+        # Where its figures and tables go, and what its claims are properties of.
+        "appendix": {"figures": ["curve"], "tables": []},
+        "properties_of": None,
         "metrics": "results/alpha/metrics.json",
         "claims": "results/alpha/claims.json",
         "timing": "results/alpha/timing.json",

@@ -462,7 +462,8 @@ def test_an_encoding_registered_from_outside_flows_through(toys):
     assert rotary in m.summary["long_term_decay"]
     assert all(c["verdict"] == "pass" for c in claims.values()), claims
 
-    titles = {ax.get_title() for ax in present.figure_kernels(m, ctx).axes}
+    # A panel's title wraps its source onto a second line, to fit three panels a row.
+    titles = {ax.get_title().replace("\n", " ") for ax in present.figure_kernels(m, ctx).axes}
     assert set(toys) <= titles
     decay_titles = " ".join(ax.get_title() for ax in present.figure_long_term_decay(m, ctx).axes)
     assert rotary in decay_titles
@@ -725,7 +726,8 @@ def test_tables_and_figure_say_what_each_kernel_is(tmp_path):
         assert ("±" in str(r[3])) == (seeds[r[0], 0] != seeds[r[0], 1]), r
     assert any("±" in str(r[3]) for r in trained_rows)
     assert all(r[5] is None for r in trained_rows)
-    titles = {ax.get_title() for ax in present.figure_kernels(m, ctx).axes}
+    # A panel's title wraps its source onto a second line, to fit three panels a row.
+    titles = {ax.get_title().replace("\n", " ") for ax in present.figure_kernels(m, ctx).axes}
     for e in LEARNED:
         assert f"{e} (trained, seed 0)" in titles and f"{e} (random init)" in titles
         assert f"{e} (trained, seed 1)" not in titles
