@@ -21,6 +21,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pdf_reading
 import pytest
 from sysdeps import require
 
@@ -191,26 +192,18 @@ def drawn_size(char: dict) -> float:
 def pdf_figures(pdf_path: Path) -> list[dict]:
     """The PDF's figures in page order (WeasyPrint tags each image's content /Figure, one
     marked-content id per figure on its page): each one's width and every character's size,
-    in points."""
-    import pdfplumber
-
-    found = []
-    with pdfplumber.open(pdf_path) as pdf:
-        for number, page in enumerate(pdf.pages, start=1):
-            groups: dict[int, dict] = {}
-            for kind in ("rect", "line", "curve", "image", "char"):
-                for obj in page.objects.get(kind, []):
-                    if obj.get("tag") != "Figure":
-                        continue
-                    group = groups.setdefault(obj["mcid"], {"x": [], "sizes": []})
-                    group["x"] += [obj["x0"], obj["x1"]]
-                    if kind == "char" and obj["text"].strip():
-                        group["sizes"].append(drawn_size(obj))
-            for mcid in sorted(groups):
-                g = groups[mcid]
-                found.append({"page": number, "width_pt": max(g["x"]) - min(g["x"]),
-                              "sizes": g["sizes"]})  # fmt: skip
-            page.close()  # pdfplumber keeps every page's objects otherwise
+    in points. The pages are read once for this and the PDF test (``pdf_reading``)."""
+    found, groups = [], {}
+    for number, kind, obj in pdf_reading.read(pdf_path)["objects"]:
+        if obj.get("tag") != "Figure":
+            continue
+        group = groups.setdefault((number, obj["mcid"]), {"x": [], "sizes": []})
+        group["x"] += [obj["x0"], obj["x1"]]
+        if kind == "char" and obj["text"].strip():
+            group["sizes"].append(drawn_size(obj))
+    for number, mcid in sorted(groups):
+        g = groups[number, mcid]
+        found.append({"page": number, "width_pt": max(g["x"]) - min(g["x"]), "sizes": g["sizes"]})
     return found
 
 

@@ -97,7 +97,7 @@ def render(context: dict, template_dir: str | Path, medium: str, css: str) -> st
     sections = []
     for sec in context["sections"]:
         figures = {k: {**f, "src": _figure_src(f, medium)} for k, f in sec["figures"].items()}
-        s = {**sec, "figures": figures}
+        s = {**sec, "figures": figures, "medium": medium}
         # What the appendix of further figures and tables shows of this section, in order.
         s["appendix_items"] = [
             {**item, "kind": kind}
