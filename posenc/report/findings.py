@@ -1,8 +1,9 @@
 """What the report opens with, read from the merged ledger: the verdicts counted by claim kind,
-and the findings, each claim's opening sentence with the number that decides it (its
-headline), grouped by verdict and, for a claim that could not be decided or tested, by why;
-and, from the sections' summaries, the models the shared training recipe left short of the
-bar their claims set (failing to learn is an outcome too)."""
+and at most ten findings, ranked, each claim's opening sentence with the number that decides
+it (its headline); the claims not testable here, grouped by why; the properties of artefacts
+the study did not build, listed in full; and, from the sections' summaries, the models the
+shared training recipe left short of the bar their claims set (failing to learn is an outcome
+too)."""
 
 from __future__ import annotations
 
@@ -168,29 +169,16 @@ def headline(claim: dict) -> dict[str, str | None]:
     return {"label": label, "text": text, "threshold": threshold if text else None}
 
 
-# Why a claim could not be decided, read from the reason posenc.claims generates: the
-# heading each group of undecided claims gets, in this order. A precondition that names
-# learning (a model below the interpolated trigram, seeds that learned the passkey task) means
-# the models behind the claim never learned what it is about.
-UNDECIDED = (
-    (
-        "not-learned",
-        "Too few of the models beat a trigram (language models) or learned the task (passkey) "
-        "at the training length, so what they do beyond it says nothing about their encodings",
-    ),
-    ("precondition", "A precondition of the claim did not hold"),
-    (
-        "straddles",
-        "The measured interval straddles the threshold: this run's evidence cannot decide "
-        "the claim either way",
-    ),
-    ("other", "Undecided for another reason"),
-)
+# Why a claim could not be decided, read from the reason posenc.claims generates. A
+# precondition that names learning (a model below the interpolated trigram, seeds that learned
+# the passkey task) means the models behind the claim never learned what it is about.
 _LEARNING = ("learned the task", "interpolated trigram")
 
 
 def undecided_group(reason: str | None) -> str:
-    """Which :data:`UNDECIDED` group an inconclusive claim's reason puts it in."""
+    """Why an inconclusive claim was not decided, from its reason: "not-learned" (its models
+    did not learn the task), "precondition" (another precondition), "straddles" (an interval
+    straddles its threshold) or "other"."""
     reason = reason or ""
     if reason.startswith("not met:"):
         return "not-learned" if any(w in reason for w in _LEARNING) else "precondition"
@@ -324,12 +312,11 @@ def findings(
     config: dict[str, Any] | None = None,
     properties_of: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """The report's opening, from the ledger alone: what does not hold; which models the
-    shared recipe did not train to the bar its claims set (from the sections' summaries, see
-    :func:`training_shortfalls`); what holds of the empirical and analytic claims, the findings
-    about the encodings; what the evidence could not decide, and why; what this run could not
-    test, and why; and, last, the identities and software checks that hold, which test the
-    formulas and the code rather than the encodings.
+    """The report's opening, from the ledger alone: the study's verdicts counted (``study_*``);
+    its findings, ranked (``top``), and the rest counted (``rest``); which models the shared
+    recipe did not train to the bar its claims set (``shortfalls``, from the sections'
+    summaries, see :func:`training_shortfalls`); what this run could not test, and why
+    (``untested``); and the properties of what the study did not build (``properties``).
 
     ``claims`` are the report's claims (each with its section's number, title and anchor);
     ``titles`` maps section ids to titles, for the reasons that name a section; ``sections``
@@ -361,26 +348,8 @@ def findings(
         if (group := [c for c in claims if c["section"] == section])
     ]
 
-    def by_kind(kinds: tuple[str, ...]) -> list[dict[str, Any]]:
-        return [
-            {
-                "kind": kind,
-                "label": KIND_LABELS[kind],
-                "claims": [
-                    finding(c) for c in claims if c["verdict"] == "pass" and c["kind"] == kind
-                ],
-            }
-            for kind in kinds
-            if any(c["verdict"] == "pass" and c["kind"] == kind for c in claims)
-        ]
-
-    headings = dict(UNDECIDED)
-    undecided: dict[str, list] = {}
-    for c in claims:
-        if c["verdict"] == "inconclusive":
-            undecided.setdefault(undecided_group(c.get("reason")), []).append(finding(c))
     untested: dict[str, dict] = {}
-    for c in claims:
+    for c in study:
         if c["verdict"] == "n/a":
             key, heading, own = untested_group(c.get("reason"), titles)
             group = untested.setdefault(
@@ -398,16 +367,8 @@ def findings(
         "study_total": len(study),
         "study_counts_by_kind": counts_by_kind(study),
         "properties": properties,
-        "fail": [finding(c) for c in claims if c["verdict"] == "fail"],
         "shortfalls": training_shortfalls(sections, config or {}),
-        "holds": by_kind(("empirical", "analytic")),
-        "undecided": [
-            {"key": key, "heading": headings[key], "show_reason": True, "claims": undecided[key]}
-            for key, _ in UNDECIDED
-            if key in undecided
-        ],
         "untested": list(untested.values()),
-        "checks": by_kind(("software", "identity")),
     }
 
 
