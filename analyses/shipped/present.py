@@ -170,7 +170,8 @@ def table_precision(m: Measurements, ctx: Context):
         (
             r["model"],
             r["layer_type"],
-            r["path"],
+            # The path in words (its key is for the CSV and the ledger).
+            m.summary["paths"].get(r["path"], r["path"]),
             r["context"],
             _fmt(r["error_at_context"]),
             _fmt(r["max_error"]),
@@ -233,7 +234,8 @@ def table_distinct(m: Measurements, ctx: Context):
         (
             r["model"],
             r["layer_type"],
-            r["path"],
+            # The path in words (its key is for the CSV and the ledger).
+            m.summary["paths"].get(r["path"], r["path"]),
             r["exact_up_to"],
             r["first_repeat"] or "none",
             r["first_repeat_of"] if r["first_repeat_of"] is not None else "—",

@@ -10,6 +10,7 @@ from typing import Any
 
 from posenc import references
 from posenc.claims import is_interval
+from posenc.report.filters import plural
 from posenc.report.findings import undecided_group
 
 # How a scope's task is named where the seeds are counted.
@@ -44,16 +45,16 @@ def scale_text(scale: dict[str, Any]) -> str | None:
     if scale.get("parameters"):
         parts.append(f"{parameters_text(scale['parameters'])} parameters")
     if scale.get("layers"):
-        parts.append(f"{scale['layers']} layers")
+        parts.append(plural(scale["layers"], "layer"))
     if scale.get("heads"):
         width = f" × {scale['head_width']}" if scale.get("head_width") else ""
-        parts.append(f"{scale['heads']} heads{width}")
+        parts.append(f"{plural(scale['heads'], 'head')}{width}")
     if scale.get("train_len"):
         parts.append(f"L_train {length_text(scale['train_len'])}")
     if scale.get("extended_to"):
         parts.append(f"extended to {length_text(scale['extended_to'])}")
     if scale.get("seeds"):
-        parts.append(f"{scale['seeds']} seeds")
+        parts.append(plural(scale["seeds"], "seed"))
     return ", ".join(parts) or None
 
 
@@ -167,7 +168,8 @@ def interval_summary(ledger: list[dict[str, Any]]) -> dict[str, Any]:
         "shown": bool(seeds or levels),
         "levels": " and ".join(level_text(x) for x in levels) or None,
         "seeds": " and ".join(
-            f"{n} seeds of each {TASK_WORDS.get(task, task or 'model')}" for task, n in seeds
+            f"{plural(n, 'seed')} of each {TASK_WORDS.get(task, task or 'model')}"
+            for task, n in seeds
         )
         or None,
         "fewest_seeds": min((n for _, n in seeds), default=None),

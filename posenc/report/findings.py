@@ -125,12 +125,14 @@ def headline(claim: dict) -> dict[str, str | None]:
     # "within ±t of the printed values": the entries are not the differences it bounds.
     relative = threshold is not None and " of the " in threshold
     entries = _entries(value)
+    # An angle is quoted as the rotation it amounts to, as the shipped properties are.
+    show = angle_text if _RAD.search(name) else fmt_measured
     text = None
     if value is None or (isinstance(value, (dict, list)) and not value):
         pass  # nothing measured
     elif len(entries) == 1:
         entry, v = entries[0]
-        shown = ("yes" if v else "no") if isinstance(v, bool) else fmt_measured(v)
+        shown = ("yes" if v else "no") if isinstance(v, bool) else show(v)
         text = f"{shown} for {entry}" if entry else shown
     elif all(isinstance(v, bool) for _, v in entries):
         yes = [e for e, v in entries if v]
@@ -147,14 +149,14 @@ def headline(claim: dict) -> dict[str, str | None]:
         if placed:
             _, entry, v = worst(placed, key=lambda t: t[0])
             if len(placed) == len(entries) and all(e[2] == v for e in placed):
-                text = f"{fmt_measured(v)} for all {len(entries)}"
+                text = f"{show(v)} for all {len(entries)}"
             else:
                 word = _WORST_WORD[worst]
-                text = f"{fmt_measured(v)} for {entry}, the {word} of {len(entries)}"
+                text = f"{show(v)} for {entry}, the {word} of {len(entries)}"
     if text is None and len(entries) > 1:
         if len(entries) <= 4:
             text = "; ".join(
-                f"{fmt_measured(v)} for {e}" if e else fmt_measured(v) for e, v in entries
+                f"{show(v)} for {e}" if e else show(v) for e, v in entries
             )
         else:
             numbers = [(p, e) for e, v in entries if (p := _position(v, max)) is not None]
@@ -165,6 +167,8 @@ def headline(claim: dict) -> dict[str, str | None]:
                     f"{len(entries)} values"
                 )
     name = name.strip().rstrip(",")
+    # "Measured measured behaviour": the reader's sentence already says measured.
+    name = name.removeprefix("measured ")
     label = name if len(name) <= _LABEL_CHARS else None
     return {"label": label, "text": text, "threshold": threshold if text else None}
 
