@@ -155,9 +155,7 @@ def headline(claim: dict) -> dict[str, str | None]:
                 text = f"{show(v)} for {entry}, the {word} of {len(entries)}"
     if text is None and len(entries) > 1:
         if len(entries) <= 4:
-            text = "; ".join(
-                f"{show(v)} for {e}" if e else show(v) for e, v in entries
-            )
+            text = "; ".join(f"{show(v)} for {e}" if e else show(v) for e, v in entries)
         else:
             numbers = [(p, e) for e, v in entries if (p := _position(v, max)) is not None]
             if numbers:
