@@ -423,8 +423,12 @@ def test_encodings_registered_from_outside_flow_through(outside_encodings):
     )
     claims = evaluate(SPEC.claims, m.evidence, ctx.cfg, "aliasing")
     assert all(c["verdict"] == "pass" for c in claims)
-    _, rows = present.table_floating_point(m, ctx)
+    columns, rows = present.table_floating_point(m, ctx)
     assert {waves, turn} <= {r[0] for r in rows}
+    # No repeat or non-finite row is a dash, not the rows' sentinel −1.
+    at = [columns.index(c) for c in ("first repeat", "of row", "first non-finite")]
+    assert all(r[i] is None or r[i] >= 0 for r in rows for i in at)
+    assert any(r[i] is None for r in rows for i in at)
     for fid in ("distinct", "errors", "decode"):
         fig = getattr(present, f"figure_{fid}")(m, ctx)
         titles = " ".join(ax.get_title() for ax in fig.axes)

@@ -277,7 +277,7 @@ def table_floating_point(m: Measurements, ctx: Context):
         "distinct",
         "fraction",
         "first repeat",
-        "repeats",
+        "of row",
         "first non-finite",
         "non-finite rows",
         "max error",
@@ -289,9 +289,10 @@ def table_floating_point(m: Measurements, ctx: Context):
             s["variant"],
             s["distinct"],
             s["distinct_fraction"],
-            s["first_repeat"],
-            s["first_repeat_of"],
-            s["first_nonfinite"],
+            # −1 is the rows' "none" (posenc.distinct); the table shows a dash.
+            _none_if_negative(s["first_repeat"]),
+            _none_if_negative(s["first_repeat_of"]),
+            _none_if_negative(s["first_nonfinite"]),
             s["nonfinite_rows"],
             errs.get((s["encoding"], s["variant"])),
             acc.get((s["encoding"], s["variant"])),
@@ -299,6 +300,10 @@ def table_floating_point(m: Measurements, ctx: Context):
         for s in m.rows["distinct"]
     ]
     return columns, rows
+
+
+def _none_if_negative(value):
+    return None if value is not None and value < 0 else value
 
 
 def table_learned(m: Measurements, ctx: Context):

@@ -181,14 +181,15 @@ def table_learned(m: Measurements, ctx: Context):
     ]
     seeds = m.summary.get("seeds", {}).get("passkey", [])
     for enc, learned in m.summary.get("passkey_learned_seeds", {}).items():
-        shown = ", ".join(map(str, learned)) or "none"
+        # Which seeds learned, where any did ("0 of 1", not "0 of 1 (seeds none)").
+        which = f" (seed{'s' * (len(learned) != 1)} {', '.join(map(str, learned))})"
         rows.append(
             [
                 "passkey",
                 enc,
                 None,
                 None,
-                f"{len(learned)} of {len(seeds)} (seeds {shown})",
+                f"{len(learned)} of {len(seeds)}{which if learned else ''}",
                 None,
                 None,
                 None,
