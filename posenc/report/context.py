@@ -72,10 +72,11 @@ def build_context(
     ]
     # A section's claim boxes show the same notes and each claim's deciding number; the
     # ledger (claims.json) stays as written.
-    notes = {c["id"]: c["notes"] for c in claims}
+    shown = {c["id"]: c for c in claims}
     for sec in loaded:
         sec["claims"] = [
-            {**c, "notes": notes[c["id"]], "headline": headline(c)} for c in sec["claims"]
+            {**c, "notes": shown[c["id"]]["notes"], "headline": shown[c["id"]]["headline"]}
+            for c in sec["claims"]
         ]
     started = invocation_start(log_dir)
     jobs = read_jobs(benchmarks_dir, benchmark_rules, started, ignore_benchmarks, timing_rules)

@@ -229,7 +229,8 @@ def finding(claim: dict) -> dict[str, Any]:
         "kind": claim["kind"],
         "verdict": claim["verdict"],
         "statement": first_sentence(claim["statement"]),
-        "headline": headline(claim),
+        # The report's claims carry theirs (posenc.report.context); a bare ledger entry not.
+        "headline": claim.get("headline") or headline(claim),
         "why": _sentence(claim.get("reason")),
         # Entries it set aside (their models did not beat a trigram, say): a verdict on the
         # rest, which the reader must see beside it.
