@@ -5,7 +5,7 @@ Shapes: B batch, L sequence length, D model width, H heads, Dh = D / H head widt
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 
 import torch
@@ -106,9 +106,17 @@ class Attention(nn.Module):
     ``score_bias`` on the logits (ALiBi, T5). Input encodings were added before the stack.
     A bias that needs a gradient (T5's learned table) on the CPU goes through
     ``_BiasWithGradAttention`` instead: same formula, several times faster there.
+    ``window``: the layer's attention window (:meth:`PositionalEncoding.windows`), applied in
+    every path; None is full attention, the paths exactly as they were.
     """
 
-    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding, positional: bool = True):
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        encoding: PositionalEncoding,
+        positional: bool = True,
+        window: int | None = None,
+    ):
         super().__init__()
         if cfg.d_model % cfg.n_heads:
             raise ValueError(f"d_model {cfg.d_model} is not divisible by n_heads {cfg.n_heads}")
@@ -116,15 +124,18 @@ class Attention(nn.Module):
         self.encoding = encoding  # shared by every layer: one set of parameters per model
         # False: a layer the encoding's layout leaves without position (a hybrid's NoPE layer).
         self.positional = positional
+        self.window = window
         self.qkv = nn.Linear(cfg.d_model, 3 * cfg.d_model)
         self.out = nn.Linear(cfg.d_model, cfg.d_model)
         # Evaluation-time hooks, None in training and in ordinary evaluation (which then runs
         # the fused kernels untouched): ``query_scale`` maps positions to a multiplier of each
-        # query (a temperature on its logits: log-n scaling, Llama 4's schedule);
-        # ``observer`` receives the attention probabilities (B, H, L, L) of every forward,
-        # computed explicitly, since the fused kernels never form them. See
-        # :func:`query_temperature` and :func:`observing`.
+        # query's logits (a temperature: log-n scaling, Llama 4's schedule), of the whole
+        # logit q.k + b when ``scale_bias``, of q.k alone when not; ``observer`` receives the
+        # attention probabilities (B, H, L, L) of every forward, computed explicitly, since
+        # the fused kernels never form them. See :func:`query_temperature` and
+        # :func:`observing`.
         self.query_scale: Callable[[Tensor], Tensor] | None = None
+        self.scale_bias = True
         self.observer: Callable[[Tensor], None] | None = None
 
     def forward(self, x: Tensor, positions: Tensor, bias: Tensor | None = None) -> Tensor:
@@ -141,55 +152,100 @@ class Attention(nn.Module):
             bias = None
         if self.query_scale is not None:  # (L,) or (B, L) multipliers, one per query
             scale = self.query_scale(positions).to(q.dtype)
-            q = q * (scale[None, None, :, None] if scale.dim() == 1 else scale[:, None, :, None])
+            scale = scale[None, None, :, None] if scale.dim() == 1 else scale[:, None, :, None]
+            q = q * scale  # t (q.k)
+            if bias is not None and self.scale_bias:  # t (q.k + b): (1 or B, H, L, L)
+                bias = bias.to(q.dtype) * scale
+        # Keys out of the window, (L, L), True where hidden; None: plain (causal) attention.
+        hidden = window_hidden(L, self.window, self.cfg.causal, x.device)
         dropout = self.cfg.dropout if self.training else 0.0
         if self.observer is not None:
-            y = self._observed(q, k, v, bias)
-        elif bias is None:
+            y = self._observed(q, k, v, bias, hidden)
+        elif bias is None and hidden is None:
             y = F.scaled_dot_product_attention(
                 q, k, v, dropout_p=dropout, is_causal=self.cfg.causal
             )
+        elif bias is None:
+            # A windowed layer without a bias: a boolean mask (True: attend), (1, 1, L, L).
+            y = F.scaled_dot_product_attention(
+                q, k, v, attn_mask=~hidden[None, None], dropout_p=dropout
+            )
         elif (
             bias.requires_grad
+            and bias.dim() == 3
             and dropout == 0.0
             and q.device.type == "cpu"
             and q.dtype in (torch.float32, torch.float64)
         ):
             # A learned bias (T5) under autograd: CPU SDPA would fall back to its slow math path.
-            y = _BiasWithGradAttention.apply(q, k, v, bias.to(q.dtype), self.cfg.causal)
+            # A window is folded into the bias: every row keeps its own key, so stays finite.
+            bias = bias.to(q.dtype)
+            if hidden is not None:
+                bias = bias.masked_fill(hidden, float("-inf"))
+            y = _BiasWithGradAttention.apply(q, k, v, bias, self.cfg.causal)
         else:
             mask = bias.to(q.dtype)
-            if self.cfg.causal:
+            blocked = hidden if hidden is not None else _future(L, self.cfg.causal, x.device)
+            if blocked is not None:
                 # SDPA takes either is_causal or a mask: fold the causal mask into the bias.
-                future = torch.ones(L, L, dtype=torch.bool, device=x.device).triu(1)
-                mask = mask.masked_fill(future, float("-inf"))
+                mask = mask.masked_fill(blocked, float("-inf"))
             # Given as (1, H, L, L): with a 3-D mask torch's CPU SDPA takes its slow math
             # kernel (torch 2.13), with a 4-D one its fused kernel; the broadcast is the same.
-            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask[None], dropout_p=dropout)
+            mask = mask if mask.dim() == 4 else mask[None]
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout)
         return self.out(y.transpose(1, 2).reshape(B, L, D))
 
-    def _observed(self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None) -> Tensor:
+    def _observed(
+        self, q: Tensor, k: Tensor, v: Tensor, bias: Tensor | None, hidden: Tensor | None = None
+    ) -> Tensor:
         """Attention with its probabilities formed and handed to the observer: the same
         formula as the fused kernels, so the same output up to float rounding."""
         L = q.shape[-2]
         scores = q @ k.transpose(-1, -2) * q.shape[-1] ** -0.5  # (B, H, L, L)
         if bias is not None:
             scores = scores + bias.to(q.dtype)
-        if self.cfg.causal:
-            future = torch.ones(L, L, dtype=torch.bool, device=q.device).triu(1)
-            scores = scores.masked_fill(future, float("-inf"))
+        blocked = hidden if hidden is not None else _future(L, self.cfg.causal, q.device)
+        if blocked is not None:
+            scores = scores.masked_fill(blocked, float("-inf"))
         probs = torch.softmax(scores, dim=-1)
         self.observer(probs)
         return probs @ v
 
 
+def _future(L: int, causal: bool, device: torch.device) -> Tensor | None:
+    """The keys after each query, (L, L) True above the diagonal; None when not causal."""
+    return torch.ones(L, L, dtype=torch.bool, device=device).triu(1) if causal else None
+
+
+def window_hidden(
+    L: int, window: int | None, causal: bool, device: torch.device | None = None
+) -> Tensor | None:
+    """The keys a sliding window of ``window`` tokens hides, (L, L), True where hidden: causal,
+    key j is visible from query i when 0 <= i - j < window; not causal, when |i - j| < window.
+    Counted in tokens (indices), not positions, as a KV cache of the last ``window`` tokens
+    counts them, so that interpolated or shifted positions leave it as it is. None: no window."""
+    if window is None:
+        return None
+    index = torch.arange(L, device=device)
+    back = index[:, None] - index[None, :]  # (L, L): i - j
+    if causal:
+        return (back < 0) | (back >= window)
+    return back.abs() >= window
+
+
 class Block(nn.Module):
     """Pre-LayerNorm block (GPT-2): x + Attn(LN(x)), then x + MLP(LN(x))."""
 
-    def __init__(self, cfg: ModelConfig, encoding: PositionalEncoding, positional: bool = True):
+    def __init__(
+        self,
+        cfg: ModelConfig,
+        encoding: PositionalEncoding,
+        positional: bool = True,
+        window: int | None = None,
+    ):
         super().__init__()
         self.ln1 = nn.LayerNorm(cfg.d_model)
-        self.attn = Attention(cfg, encoding, positional)
+        self.attn = Attention(cfg, encoding, positional, window)
         self.ln2 = nn.LayerNorm(cfg.d_model)
         self.mlp = nn.Sequential(
             nn.Linear(cfg.d_model, cfg.mlp_ratio * cfg.d_model),
@@ -220,6 +276,19 @@ def layout(encoding: PositionalEncoding, n_layers: int) -> tuple[bool, ...]:
     return acts
 
 
+def window_layout(encoding: PositionalEncoding, n_layers: int) -> tuple[int | None, ...]:
+    """The attention window of each layer (:meth:`PositionalEncoding.windows`), checked: one
+    per layer, each None (full attention) or a whole number of tokens >= 1 (the query's own
+    key, at least, stays visible)."""
+    found = tuple(encoding.windows(n_layers))
+    if len(found) != n_layers or not all(w is None or (type(w) is int and w >= 1) for w in found):
+        raise ValueError(
+            f"{type(encoding).__name__}.windows({n_layers}) must give one window per layer, "
+            f"None or an int >= 1, got {found!r}"
+        )
+    return found
+
+
 class TransformerStack(nn.Module):
     """Blocks over continuous inputs (B, L, D): the object the equivariance analysis probes."""
 
@@ -228,7 +297,11 @@ class TransformerStack(nn.Module):
         self.cfg = cfg
         self.encoding = encoding
         self.layout = layout(encoding, cfg.n_layers)
-        self.blocks = nn.ModuleList(Block(cfg, encoding, acts) for acts in self.layout)
+        self.windows = window_layout(encoding, cfg.n_layers)
+        self.blocks = nn.ModuleList(
+            Block(cfg, encoding, acts, window)
+            for acts, window in zip(self.layout, self.windows, strict=True)
+        )
 
     def forward(self, x: Tensor, positions: Tensor | None = None) -> Tensor:
         if positions is None:
@@ -287,18 +360,42 @@ def _attention_layers(model: nn.Module) -> list[Attention]:
     return [m for m in model.modules() if isinstance(m, Attention)]
 
 
+# What a query temperature multiplies: the whole logit q.k + b (a softmax temperature, as
+# log-n scaling's motivation has it), or q alone, leaving an additive score bias unscaled.
+TEMPERATURE_SCOPES = ("logits", "query")
+
+
 @contextmanager
-def query_temperature(model: nn.Module, scale: Callable[[Tensor], Tensor]) -> Iterator[None]:
-    """Within the block, every attention layer of ``model`` multiplies each query by
-    ``scale(positions)``: a temperature on its logits, applied after the encoding."""
-    layers = _attention_layers(model)
-    for layer in layers:
-        layer.query_scale = scale
+def query_temperature(
+    model: nn.Module,
+    scale: Callable[[Tensor], Tensor],
+    layers: Sequence[int] | None = None,
+    scope: str = "logits",
+) -> Iterator[None]:
+    """Within the block, attention layers of ``model`` multiply each query's logits by
+    ``scale(positions)``, applied after the encoding: a temperature. ``layers``: which, by
+    index among the model's attention layers counted from the input (Llama 4 scales its NoPE
+    layers only); None, every one. ``scope``: ``"logits"`` scales the whole logit,
+    t (q.k + b), an additive score bias (ALiBi, T5, KERPLE, FIRE) with the content; ``"query"``
+    scales q alone, t q.k + b. The two differ only where there is a bias."""
+    if scope not in TEMPERATURE_SCOPES:
+        raise ValueError(f"scope must be one of {', '.join(TEMPERATURE_SCOPES)}, got {scope!r}")
+    every = _attention_layers(model)
+    chosen = range(len(every)) if layers is None else list(layers)
+    wrong = [i for i in chosen if not (type(i) is int and 0 <= i < len(every))]
+    if wrong:
+        raise ValueError(
+            f"layers {wrong} out of range: the model has {len(every)} attention layers "
+            f"(0 to {len(every) - 1})"
+        )
+    picked = [every[i] for i in dict.fromkeys(chosen)]
+    for layer in picked:
+        layer.query_scale, layer.scale_bias = scale, scope == "logits"
     try:
         yield
     finally:
-        for layer in layers:
-            layer.query_scale = None
+        for layer in picked:
+            layer.query_scale, layer.scale_bias = None, True
 
 
 @contextmanager

@@ -43,6 +43,15 @@ def models(config: dict, task: str) -> list[str]:
     return [*config["encodings"], *(model_name(e, True) for e in extra)]
 
 
+def stretched_lms(config: dict) -> list[str]:
+    """The trained LMs the context-extension section stretches zero-shot (temperatures,
+    LongRoPE's transplant): every encoding the extrapolation section trains, or those
+    ``extension.stretch.encodings`` lists. Here because two analyses read it: the extension
+    stretches them, and the extrapolation section judges log-n scaling on its stretch."""
+    chosen = config["extension"]["stretch"]["encodings"]
+    return list(config["encodings"]) if chosen == "all" else list(chosen)
+
+
 def randomized_max_position(config: dict, name: str) -> int | None:
     """L_rand for model ``name`` (None: plain positions)."""
     if not split_model(name)[1]:

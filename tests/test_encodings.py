@@ -218,9 +218,10 @@ def assert_same(got, want):
         torch.testing.assert_close(got.double(), want.double())
 
 
-def naive_attention(x, attn, positions, causal, hooks=None):
+def naive_attention(x, attn, positions, causal, hooks=None, window=None):
     """Softmax attention written out. The encoding acts through its hooks (``hooks``: the
-    module's own by default, or :class:`ReferenceHooks`), whatever they do."""
+    module's own by default, or :class:`ReferenceHooks`), whatever they do; ``window``: keys
+    more than ``window - 1`` tokens away hidden, pair by pair."""
     hooks = attn.encoding if hooks is None else hooks
     B, L, D = x.shape
     H = attn.cfg.n_heads
@@ -233,6 +234,9 @@ def naive_attention(x, attn, positions, causal, hooks=None):
         scores = scores + bias
     if causal:
         scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float("-inf"))
+    if window is not None:
+        far = torch.tensor([[abs(i - j) >= window for j in range(L)] for i in range(L)])
+        scores = scores.masked_fill(far, float("-inf"))
     y = scores.softmax(-1) @ v
     return y.transpose(1, 2).reshape(B, L, D) @ attn.out.weight.T + attn.out.bias
 
@@ -249,15 +253,19 @@ class _Neutral:
 
 def naive_stack(x, stack, positions, hooks=None):
     """The pre-LayerNorm stack written out around :func:`naive_attention`; the encoding acts
-    in the layers its declared layout names (``layers``), every one unless it says so."""
+    in the layers its declared layout names (``layers``), every one unless it says so, and each
+    layer attends within its declared window (``windows``)."""
     hooks = stack.encoding if hooks is None else hooks
     pe = hooks.input_encoding(positions)
     if pe is not None:
         x = x + pe
     acts = stack.encoding.layers(len(stack.blocks))
-    for block, here in zip(stack.blocks, acts, strict=True):
+    windows = stack.encoding.windows(len(stack.blocks))
+    for block, here, window in zip(stack.blocks, acts, windows, strict=True):
         layer = hooks if here else _Neutral()
-        x = x + naive_attention(block.ln1(x), block.attn, positions, stack.cfg.causal, layer)
+        x = x + naive_attention(
+            block.ln1(x), block.attn, positions, stack.cfg.causal, layer, window
+        )
         x = x + block.mlp(block.ln2(x))
     return x
 

@@ -247,8 +247,8 @@ CLAIMS = {
     "yarn_reaches_control_sooner",
     "finetuned_beats_zero_shot_yarn",
     "yarn_finetuned_below_continued_training",
-    "longrope_beats_pi_zero_shot",
     "llama4_temperature_lowers_long_loss",
+    "whole_logit_temperature_beats_query_only",
 }
 
 
@@ -293,13 +293,15 @@ def hand_made(
     longrope_zero_shot=2.2,
     llama4_gain=0.05,
     alibi_margin=(0.4, 0.3, 0.5),
+    q_only_gain=-0.05,
 ):
     """Aggregate and judge hand-made records. Every method fine-tunes from 2.6 at s x L_train
     (YaRN from ``yarn_zero_shot``) down to ``pi_after`` (YaRN to ``yarn_after``); the
     continued-training control falls by ``control_gain`` over the fine-tune, linearly in the
-    steps, at every length. The stretches: RoPE and ALiBi, each temperature ``llama4_gain``
-    (log-n 0.05) below plain past L_train; RoPE's LongRoPE at ``longrope_zero_shot`` there (PI
-    zero-shot is at 2.6)."""
+    steps, at every length. The stretches: RoPE and ALiBi, the Llama-4-shaped temperature
+    ``llama4_gain`` (log-n 0.05) below plain past L_train, ALiBi's log-n on q alone
+    ``q_only_gain``; RoPE's LongRoPE at ``longrope_zero_shot`` there (PI zero-shot is at
+    2.6)."""
     zs, tuned, logs, timings, stretched = [], [], [], {}, []
     model = {"rotated_width": 16, "base": 10000.0, "train_len": 128}
     last = max(CFG["finetune"]["snapshots"])
@@ -335,7 +337,9 @@ def hand_made(
             }
         )
         for e in ("rope", "alibi"):
-            arms = {"plain": 0.0, "logn": 0.05, "llama4": llama4_gain}
+            arms = {"plain": 0.0, "logn": 0.05, "llama4_shaped": llama4_gain}
+            if e == "alibi":  # an additive bias: the query-only contrast
+                arms["logn_q_only"] = q_only_gain
             stretch = {
                 (arm, 1, m): plain_bits(m) - (gain if m > 1 else 0.0)
                 for arm, gain in arms.items()
@@ -526,6 +530,13 @@ def default_config():
             lambda x: x["stretch"].update(longrope_profile="phi-9"),
             "extension.stretch.longrope_profile: no zoo model 'phi-9'",
         ),
+        (
+            lambda x: x["stretch"].update(
+                temperatures=["logn"], query_only_temperatures=["llama4"]
+            ),
+            "extension.stretch.query_only_temperatures = ['llama4']: llama4 not in "
+            "extension.stretch.temperatures",
+        ),
     ],
 )
 def test_bad_extension_config_names_the_key(edit, message):
@@ -548,6 +559,15 @@ def test_a_scale_below_one_and_an_unknown_parameter_are_schema_errors():
     config = default_config()
     config["extension"]["params"]["yarn"]["beta_fastest"] = 3
     with pytest.raises(ConfigError, match="extension.params.yarn.beta_fastest"):
+        validate_config(config, schema)
+    config = default_config()
+    config["extension"]["stretch"]["query_only_temperatures"] = ["ssmax"]
+    with pytest.raises(ConfigError, match=r"extension\.stretch\.query_only_temperatures\.0"):
+        validate_config(config, schema)
+    # The hybrid's window: one token at least (the schema is generated from its declaration).
+    config = default_config()
+    config["encoding"]["rope_nope_hybrid"]["window"] = 0
+    with pytest.raises(ConfigError, match=r"encoding\.rope_nope_hybrid\.window = 0"):
         validate_config(config, schema)
 
 
@@ -619,6 +639,8 @@ def test_claims_on_base_models_that_did_not_learn_are_inconclusive(margin):
             # learned) decides.
             assert claim["verdict"] == "pass", name
             assert claim["not_judged"]["entries"] == ["rope"]
+        elif name == "whole_logit_temperature_beats_query_only":
+            assert claim["verdict"] == "pass", name  # ALiBi's alone: RoPE has no bias
         elif claim["kind"] == "empirical":
             assert claim["verdict"] == "inconclusive", name
             assert "trigram" in claim["reason"], claim["reason"]
@@ -631,13 +653,13 @@ def test_claims_on_base_models_that_did_not_learn_are_inconclusive(margin):
 
 def test_the_stretch_claims_decide_from_the_numbers_and_each_encoding_that_learned():
     m, claims = hand_made()
-    lead = m.evidence["longrope_zero_shot_lead"]
-    assert set(lead) == {"2x", "4x", "8x"}  # longrope_lead_multipliers [2, 8], past L_train
-    assert lead["2x"]["estimate"] == pytest.approx(0.4)
+    # LongRoPE's transplant is measured and shown, and decides no claim.
+    assert m.evidence["longrope_long_gain"]["rope"]["estimate"] is not None
+    assert "longrope_zero_shot_lead" not in m.evidence
+    assert not any("longrope" in name for name in claims)
     assert m.evidence["llama4_long_gain"]["alibi"]["estimate"] == pytest.approx(0.05)
-    # LongRoPE worse than PI without fine-tuning fails; a temperature that raises the loss too.
-    _, claims = hand_made(longrope_zero_shot=2.7, llama4_gain=-0.05)
-    assert claims["longrope_beats_pi_zero_shot"]["verdict"] == "fail"
+    # A temperature that raises the loss fails.
+    _, claims = hand_made(llama4_gain=-0.05)
     assert claims["llama4_temperature_lowers_long_loss"]["verdict"] == "fail"
     # ALiBi's LMs did not learn: its entry is not judged, and the claim, "for every encoding
     # whose LMs learned", is decided on RoPE: a pass there holds, a fail refutes it.
@@ -655,11 +677,28 @@ def test_the_stretch_claims_decide_from_the_numbers_and_each_encoding_that_learn
     _, rows = table_stretch(m, None)
     assert [r[:2] for r in rows] == [
         ["rope", "plain"],
-        ["rope", "log-n query scaling"],
-        ["rope", "Llama 4 temperature"],
+        ["rope", "log-n temperature"],
+        ["rope", "Llama-4-shaped temperature (every layer, L0 = L_train)"],
         ["rope", "LongRoPE (published profile)"],
         ["alibi", "plain"],
-        ["alibi", "log-n query scaling"],
-        ["alibi", "Llama 4 temperature"],
+        ["alibi", "log-n temperature"],
+        ["alibi", "Llama-4-shaped temperature (every layer, L0 = L_train)"],
+        ["alibi", "log-n on q alone (contrast)"],
     ]
     assert rows[0][-1] == "—" and rows[1][-1].startswith("-0.050")
+    assert rows[-1][-1].startswith("0.050")  # q alone: above plain
+
+
+def test_scaling_q_alone_is_judged_against_the_whole_logit_on_the_biased_encodings():
+    # The contrast's deficit is its bits/char minus its temperature's on the whole logit, at
+    # the longest length, per encoding with an additive bias (ALiBi here, not RoPE).
+    m, claims = hand_made()
+    deficit = m.evidence["query_only_deficit"]
+    assert set(deficit) == {"alibi"} and deficit["alibi"]["estimate"] == pytest.approx(0.1)
+    assert m.evidence["llama4_long_gain"]["rope"]["estimate"] == pytest.approx(0.05)
+    assert claims["whole_logit_temperature_beats_query_only"]["verdict"] == "pass"
+    # q alone better than the whole logit: the claim fails; ALiBi unlearned: inconclusive.
+    _, claims = hand_made(q_only_gain=0.2)
+    assert claims["whole_logit_temperature_beats_query_only"]["verdict"] == "fail"
+    _, claims = hand_made(alibi_margin=(-0.2, -0.3, -0.1))
+    assert claims["whole_logit_temperature_beats_query_only"]["verdict"] == "inconclusive"

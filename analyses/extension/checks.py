@@ -68,16 +68,19 @@ def _check_stretch(config: dict, ext: dict) -> list[str]:
                 f"config key extension.stretch.encodings = {stretch['encodings']}: "
                 f"{', '.join(untrained)} not in encodings (no trained LM to stretch)"
             )
+    # A contrast needs its own temperature on the whole logit to be measured against.
+    alone = [t for t in stretch["query_only_temperatures"] if t not in stretch["temperatures"]]
+    if alone:
+        problems.append(
+            f"config key extension.stretch.query_only_temperatures = "
+            f"{stretch['query_only_temperatures']}: {', '.join(alone)} not in "
+            "extension.stretch.temperatures (a query-only contrast needs its temperature on "
+            "the whole logit beside it)"
+        )
     try:
         published_profile(stretch["longrope_profile"])
     except (ValueError, KeyError) as err:
         problems.append(f"config key extension.stretch.longrope_profile: {err}")
-    low, high = ext["thresholds"]["longrope_lead_multipliers"]
-    if low > high:
-        problems.append(
-            f"config key extension.thresholds.longrope_lead_multipliers = [{low}, {high}]: "
-            "the first must not exceed the second"
-        )
     return problems
 
 

@@ -207,32 +207,15 @@ CLAIMS = (
         unless="smoke_test",
     ),
     Claim(
-        "extension.longrope_beats_pi_zero_shot",
-        "Without fine-tuning, LongRoPE's per-pair rescaling (a published profile, "
-        "{longrope_profile}'s long factors, placed on our pairs; the search itself does not "
-        "run at this scale) has a lower loss than Position Interpolation at "
-        "{longrope_low}x-{longrope_high}x L_train (Ding et al. 2024: the non-uniform "
-        "rescaling alone extends 8x without fine-tuning).",
-        kind="empirical",
-        requires=BASE_LEARNED,
-        checks=(
-            Check(
-                "longrope_zero_shot_lead",
-                ">",
-                "beats_margin_bits",
-                label="PI minus LongRoPE bits/char",
-            ),
-        ),
-        references=("ding2024", "chen2023"),
-        unless="smoke_test",
-    ),
-    Claim(
         "extension.llama4_temperature_lowers_long_loss",
-        "Llama 4's query temperature, q x (1 + {llama4_beta} ln(floor((p + 1) / L0) + 1)) "
-        "with L0 = "
-        "L_train, lowers the loss at the longest length without training, for every "
-        "encoding, each judged only where its LMs learned (Meta ships it in Llama 4 for "
-        "length generalisation, on its NoPE layers; here on every layer).",
+        "Llama 4's query temperature, t = 1 + {llama4_beta} ln(floor((p + 1) / L0) + 1) on "
+        "the logits, lowers the loss at the longest length without training, for every "
+        "encoding, each judged only where its LMs learned. Where a model has Llama 4's layout "
+        "(layers without position beside RoPE layers that attend within a window: the RNoPE "
+        "hybrid) it is applied as Llama 4 applies it, to the NoPE layers only with L0 = the "
+        "window, as Llama 4's L0 is the chunk its RoPE layers attend within; on every other "
+        "encoding it is Llama-4-shaped: every layer, L0 = L_train, out of the setting Meta "
+        "ships it in (Llama 4 trains with it on; here it is applied zero-shot).",
         kind="empirical",
         requires=STRETCH_LEARNED,
         checks=(
@@ -240,11 +223,38 @@ CLAIMS = (
                 "llama4_long_gain",
                 ">",
                 "beats_margin_bits",
-                label="plain minus Llama 4 temperature, bits/char at the longest length",
+                label="plain minus Llama 4's (or the Llama-4-shaped) temperature, bits/char at "
+                "the longest length",
             ),
         ),
         shows=("logn_long_gain",),
-        references=("meta2025llama4",),
+        references=("meta2025llama4", "yang2025"),
+        unless="smoke_test",
+    ),
+    Claim(
+        "extension.whole_logit_temperature_beats_query_only",
+        "On an encoding whose scores are q.k + b(i - j), a content logit plus a distance bias "
+        "(ALiBi, T5's bias, KERPLE, FIRE), a query temperature t that scales the whole logit, "
+        "t (q.k + b), has a lower loss at the longest length than the same t on the query "
+        "alone, t q.k + b. Log-n scaling is argued for as a softmax temperature (Chiang and "
+        "Cholak 2022, 'Overcoming a Theoretical Limitation of Self-Attention'; Su 2021's "
+        "entropy-invariance argument for the scale of attention), a factor on every logit; on "
+        "q alone it sharpens the "
+        "content while the bias stays, so the distance penalty falls by 1/t against the "
+        "content and attention leaks to far keys: the recency these encodings rely on is "
+        "undone.",
+        kind="empirical",
+        requires=STRETCH_LEARNED,
+        checks=(
+            Check(
+                "query_only_deficit",
+                ">",
+                "beats_margin_bits",
+                label="the temperature on q alone minus on the whole logit, bits/char at the "
+                "longest length",
+            ),
+        ),
+        references=("chiang2022", "press2022"),
         unless="smoke_test",
     ),
 )

@@ -29,6 +29,27 @@ from .stretched import stretch_measure
 DEFAULT_INTERVALS = {"level": 0.95}
 
 
+def control_change(gain: dict, encodings: list[str], steps: list[int]) -> list[dict[str, Any]]:
+    """Per encoding and snapshot step: the control's rise in bits/char at L_train from step 0
+    (minus its fall, ``control_gain``) and whether its interval lies wholly above 0 ("rose"),
+    wholly below ("fell") or neither ("unchanged")."""
+    rows = []
+    for e in encodings:
+        for step in steps:
+            key = f"{step} steps" if len(encodings) == 1 else f"{e} {step} steps"
+            fall = gain.get(key)
+            rise = (
+                {**fall, "estimate": -fall["estimate"], "low": -fall["high"], "high": -fall["low"]}
+                if fall
+                else None
+            )
+            word = None
+            if rise:
+                word = "rose" if rise["low"] > 0 else "fell" if rise["high"] < 0 else "unchanged"
+            rows.append({"encoding": e, "step": step, "rise": rise, "direction": word})
+    return rows
+
+
 def compute(ctx: Context) -> Measurements:
     zero_shot = [read_json(f) for f in ctx.inputs["zero_shot"]]
     tuned = [read_json(f) for f in ctx.inputs["finetune_evals"]]
@@ -178,6 +199,9 @@ def aggregate(
         "n_seeds": len({ev["seed"] for ev in zero_shot}),
         "interval_percent": round(100 * intervals["level"], 1),
         "finetune_train": cfg["finetune"]["train"],
+        # The control's change at L_train from its start, step by step: the text says from it
+        # whether continued training alone helped or damaged the base models.
+        "control_change": control_change(ev.get("control_gain", {}), encodings, steps[1:]),
         "zero_shot": zs_cells,
         "finetune": ft_cells,
         "yarn_rounding": rounding,

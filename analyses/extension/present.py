@@ -17,6 +17,7 @@ from posenc.plotting import (
 )
 
 from .spec import CONTROL
+from .stretched import LLAMA4_SHAPED, QUERY_ONLY
 
 # What the continued-training control is called wherever a reader sees it.
 CONTROL_LABEL = "continued training, no scaling"
@@ -33,11 +34,21 @@ LOOKS = {
     ).items()
 }
 CONTROL_LOOK = LOOKS[CONTROL_LABEL]
+# An encoding has Llama 4's schedule as Llama 4 applies it or Llama-4-shaped, never both, and a
+# contrast arm sits in the panel of its own temperature: each keeps its temperature's colour,
+# dotted when on the query alone.
+LOOKS[LLAMA4_SHAPED] = LOOKS["llama4"]
+for _arm_name in ("logn", "llama4", LLAMA4_SHAPED):
+    LOOKS[_arm_name + QUERY_ONLY] = (*LOOKS[_arm_name][:2], ":")
 
 # What a reader sees for each stretch arm.
 ARM_LABELS = {
-    "logn": "log-n query scaling",
-    "llama4": "Llama 4 temperature",
+    "logn": "log-n temperature",
+    "llama4": "Llama 4 temperature (its NoPE layers, L0 = window)",
+    LLAMA4_SHAPED: "Llama-4-shaped temperature (every layer, L0 = L_train)",
+    "logn" + QUERY_ONLY: "log-n on q alone (contrast)",
+    "llama4" + QUERY_ONLY: "Llama 4 on q alone (contrast)",
+    LLAMA4_SHAPED + QUERY_ONLY: "Llama-4-shaped on q alone (contrast)",
     "longrope": "LongRoPE (published profile)",
 }
 

@@ -135,6 +135,7 @@ rule extension_stretch:
         | {
             "temperatures": EXT["stretch"]["temperatures"],
             "llama4_beta": EXT["stretch"]["llama4_beta"],
+            "query_only_temperatures": EXT["stretch"]["query_only_temperatures"],
             "longrope": published_profile(EXT["stretch"]["longrope_profile"]),
         },
         code=EXT_EVALUATE_CODE,

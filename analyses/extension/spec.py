@@ -4,8 +4,9 @@ fine-tuning (zero-shot) and after a short fine-tune at s x L_train. Torch-free: 
 time. The fine-tune and evaluation stages are in ``rules.smk``; this spec is the aggregate, its
 claims are in ``claims.py`` and its config checks in ``checks.py``.
 
-**The continued-training control.** The base models stopped training at some step; any
-further steps lower their loss a little wherever they are scored, extension or not. So a
+**The continued-training control.** The base models stopped training at some step; further
+steps change their loss wherever they are scored, extension or not (lower it, or at a learning
+rate above the one training ended at, raise it: the report says which, measured). So a
 fine-tuned method is compared with the same base model fine-tuned with the same recipe (steps,
 learning rate, batches, snapshots, seed) without any scaling, on windows of L_train
 (:data:`CONTROL`: the "plain" method at s = 1, one per base model, whatever the scales),
@@ -21,7 +22,7 @@ for that length and the zero-shot method Peng et al. find best, less the control
 L_train over as many steps: what the extra steps alone would have given it, were the two
 additive."""
 
-from posenc import paths
+from posenc import paths, variants
 from posenc.analyses.extension.checks import check_config, check_registry
 from posenc.analyses.extension.claims import CLAIMS
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
@@ -46,10 +47,8 @@ def _finetunes(config: dict) -> list[tuple[str, str, int, int]]:
 
 
 def stretch_encodings(config: dict) -> list[str]:
-    """The trained LMs the zero-shot stretches (temperature, LongRoPE) apply to: every encoding
-    the extrapolation section trains, or the ones ``extension.stretch.encodings`` lists."""
-    chosen = config["extension"]["stretch"]["encodings"]
-    return list(config["encodings"]) if chosen == "all" else list(chosen)
+    """:func:`posenc.variants.stretched_lms`: the LMs the zero-shot stretches apply to."""
+    return variants.stretched_lms(config)
 
 
 def inputs(config: dict) -> dict[str, list[str]]:
@@ -90,8 +89,12 @@ SPEC = AnalysisSpec(
         ),
         "stretch": Figure(
             "Zero-shot stretches of every trained LM: validation bits/char (mode b) against "
-            "evaluation length, one panel per encoding; plain, log-n query scaling, Llama 4's "
-            "query temperature (beta = {llama4_beta}, L0 = L_train) and, where the frequencies "
+            "evaluation length, one panel per encoding; plain, log-n temperature, Llama 4's "
+            "temperature (beta = {llama4_beta}) as Llama 4 applies it where a model has its "
+            "layout (its NoPE layers, L0 = the RoPE layers' window) and Llama-4-shaped "
+            "elsewhere (every layer, L0 = L_train), each on the whole logit, an additive bias "
+            "included; dotted, on the additive-bias encodings, the same temperature on the "
+            "query alone (a contrast); and, where the frequencies "
             "are rescalable, LongRoPE with {longrope_profile}'s published long factors placed "
             "on our pairs; line: mean over {n_seeds} seeds, band: its {interval_percent}% "
             "interval (Student-t over seeds and fragments of text).",

@@ -6,8 +6,17 @@ whose spec declares rescalable frequencies.
 Each arm is scored in mode b at every zero-shot length, on the windows every extension
 evaluation scores (``scoring.py``), so every arm is paired with the plain model and with the
 RoPE methods of the zero-shot evaluation by window. A temperature is scaled to the model:
-log-n's and Llama 4's L0 are its L_train; LongRoPE extends s = L / L_train at each length, as
-the other methods do.
+log-n's L0 is its L_train. Llama 4's schedule is applied as Llama 4 applies it where the model
+has Llama 4's layout (layers without position beside positional layers that attend within one
+window, its chunk: the RNoPE hybrid), on those NoPE layers only with L0 = the window (arm
+``llama4``); on any other model it is Llama-4-shaped (arm ``llama4_shaped``): every layer,
+L0 = L_train. LongRoPE extends s = L / L_train at each length, as the other methods do.
+
+A temperature scales the whole logit, t (q.k + b): for an encoding with an additive score bias
+(``EncodingSpec.additive_bias``) the bias with the content, since log-n scaling's argument is
+about a softmax temperature. On those encodings alone, each temperature in
+``query_only_temperatures`` also runs on the query alone, t q.k + b (arm ``<arm>_q_only``), as a
+contrast: elsewhere the two are the same model.
 """
 
 from __future__ import annotations
@@ -25,15 +34,47 @@ from posenc.temperature import temperature
 from .longrope import longrope_params
 from .scoring import score, segment_ends
 from .stages import PLAIN, corpus_of, rescaled, rotary
+from .stretched import LLAMA4_SHAPED, QUERY_ONLY
 
 LONGROPE = "longrope"
 
 
+def llama4_setting(model: nn.Module) -> tuple[list[int], int] | None:
+    """(its NoPE layers, its chunk) where ``model`` has Llama 4's layout: layers without
+    position beside positional layers that all attend within one window (Llama 4's chunked
+    RoPE layers; the RNoPE hybrid's windowed ones), read from the stack's declared layout and
+    windows; None for any other model."""
+    stack = model.stack
+    nope = [i for i, acts in enumerate(stack.layout) if not acts]
+    chunks = {w for acts, w in zip(stack.layout, stack.windows, strict=True) if acts}
+    if nope and len(chunks) == 1 and None not in chunks:
+        return nope, chunks.pop()
+    return None
+
+
+def _temperature_arm(model: nn.Module, name: str) -> str:
+    """The arm a configured temperature is for this model: Llama 4's own where it applies."""
+    if name == "llama4" and llama4_setting(model) is None:
+        return LLAMA4_SHAPED
+    return name
+
+
 def arms_of(model: nn.Module, settings: dict[str, Any]) -> list[str]:
-    """The plain model, each temperature, and LongRoPE where the encoding is rescalable."""
+    """The plain model, each temperature, the query-only contrasts where the encoding has an
+    additive bias, and LongRoPE where it is rescalable."""
     spec = model.stack.encoding.spec
     rescalable = spec is not None and spec.rescalable
-    return [PLAIN, *settings["temperatures"], *([LONGROPE] if rescalable else [])]
+    biased = spec is not None and spec.additive_bias
+    temperatures = [_temperature_arm(model, t) for t in settings["temperatures"]]
+    contrasts = [
+        _temperature_arm(model, t) + QUERY_ONLY for t in settings["query_only_temperatures"]
+    ]
+    return [
+        PLAIN,
+        *temperatures,
+        *(contrasts if biased else []),
+        *([LONGROPE] if rescalable else []),
+    ]
 
 
 def _arm(model, arm: str, settings: dict[str, Any], train_len: int, m: int):
@@ -47,8 +88,17 @@ def _arm(model, arm: str, settings: dict[str, Any], train_len: int, m: int):
             LONGROPE, enc.rotated_width, enc.base, m, train_len, params, length=m * train_len
         )
         return rescaled(model, scaled)
-    schedule = temperature(arm, train_len, {"beta": settings["llama4_beta"]})
-    return query_temperature(model, schedule)
+    scope = "query" if arm.endswith(QUERY_ONLY) else "logits"
+    name = arm.removesuffix(QUERY_ONLY)
+    beta = settings["llama4_beta"]
+    if name == "llama4":  # as Llama 4 applies it: its NoPE layers, L0 = its chunk
+        nope, chunk = llama4_setting(model)
+        schedule = temperature("llama4", train_len, {"beta": beta, "floor_scale": chunk})
+        return query_temperature(model, schedule, layers=nope, scope=scope)
+    if name == LLAMA4_SHAPED:
+        name = "llama4"
+    schedule = temperature(name, train_len, {"beta": beta})
+    return query_temperature(model, schedule, scope=scope)
 
 
 @torch.no_grad()

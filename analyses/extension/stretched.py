@@ -11,6 +11,12 @@ from typing import Any
 
 from .scores import PLAIN, Scores
 
+# The arms' names that the stretch (stretch.py) and the aggregate share. Llama 4's schedule out
+# of Llama 4's setting, every layer with L0 = L_train, is its own arm: "Llama-4-shaped".
+LLAMA4_SHAPED = "llama4_shaped"
+# The suffix of a contrast arm: the temperature on the query alone, leaving the bias unscaled.
+QUERY_ONLY = "_q_only"
+
 
 def arms_in(records: list[dict]) -> dict[str, list[str]]:
     """Each stretched encoding's arms, in the order its evaluation ran them."""
@@ -30,8 +36,9 @@ def stretch_measure(
     cfg: dict[str, Any],
     rope_encodings: list[str],
 ) -> tuple[list[dict], dict[str, Any]]:
-    """(cells, evidence): ``scores`` holds the stretch records, ``main`` the zero-shot ones
-    (PI's rows for LongRoPE's lead)."""
+    """(cells, evidence): ``scores`` holds the stretch records. ``main`` (the zero-shot
+    records) and ``rope_encodings`` are unused since LongRoPE's transplant decides no claim;
+    kept so that the aggregate's call reads as before."""
     multipliers = cfg["zero_shot"]["multipliers"]
     longest = max(multipliers)
     arms = arms_in(records)
@@ -61,25 +68,26 @@ def stretch_measure(
         plain, here = zs(e, PLAIN, longest), zs(e, arm, longest)
         return scores.ci(plain - here) if plain and here else None
 
-    low, high = cfg["thresholds"]["longrope_lead_multipliers"]
-    rope = [e for e in rope_encodings if "longrope" in arms.get(e, [])]
     ev: dict[str, Any] = {
         "llama4_beta": cfg["stretch"]["llama4_beta"],
-        "longrope_low": low,
-        "longrope_high": high,
         "longrope_profile": cfg["stretch"]["longrope_profile"],
     }
     for arm in ("logn", "llama4", "longrope"):  # each arm's gain where it ran
+        # Llama 4's schedule: as Llama 4 applies it where it can, Llama-4-shaped elsewhere;
+        # one of the two per encoding (stretch.py), judged alike.
+        named = (arm, LLAMA4_SHAPED) if arm == "llama4" else (arm,)
         ev[f"{arm}_long_gain"] = {
-            e: g for e, order in arms.items() if arm in order and (g := gain(e, arm))
+            e: g for e, order in arms.items() for a in named if a in order and (g := gain(e, a))
         }
-    ev["longrope_zero_shot_lead"] = {
-        (f"{m}x" if len(rope) == 1 else f"{e} {m}x"): scores.ci(pi - longrope)
-        for e in rope
-        for m in multipliers
-        if low <= m <= high
-        and m > 1
-        and (pi := main.zs(e, "pi", m, m))
-        and (longrope := zs(e, "longrope", m))
+    # Each query-only contrast (additive-bias encodings): its bits/char minus its temperature's
+    # on the whole logit at the longest length, positive where scaling q alone costs more.
+    contrasts = [(e, a) for e, order in arms.items() for a in order if a.endswith(QUERY_ONLY)]
+    several = len({a for _, a in contrasts}) > 1
+    ev["query_only_deficit"] = {
+        (f"{e} {whole}" if several else e): scores.ci(q - w)
+        for e, a in contrasts
+        if (whole := a.removesuffix(QUERY_ONLY)) in arms[e]
+        and (q := zs(e, a, longest))
+        and (w := zs(e, whole, longest))
     }
     return cells, ev

@@ -84,6 +84,14 @@ class PositionalEncoding(nn.Module):
         added once before the stack, acts in all."""
         return (True,) * n_layers
 
+    def windows(self, n_layers: int) -> tuple[int | None, ...]:
+        """Its attention windows, declared beside :meth:`layers`: per layer, the number of
+        most recent tokens a query may attend to (a key ``j`` is visible from query ``i`` when
+        ``0 <= i - j < window``, counted in tokens, not positions), or None for full causal
+        attention. None everywhere unless it says otherwise: a hybrid that keeps RoPE to
+        short distances by windowing its RoPE layers (Yang et al. 2025's RNoPE-SWA)."""
+        return (None,) * n_layers
+
     def heads(self, n_heads: int) -> tuple[int, ...]:
         """Its heads, as :meth:`layers` is its layers: the group of each of ``n_heads`` heads,
         heads of one group encoded alike. One group (all 0) unless it says otherwise: a RoPE

@@ -76,7 +76,11 @@ class EncodingSpec:
       RoPE's scaling hook: ``base``, ``scaling``, ``rotated_width``);
     * ``extensions``: the context-extension methods (``pi``, ``ntk``) the extrapolation
       analysis evaluates with every model of the encoding (rescalable ones only);
-    * ``positional`` (derived: it acts somewhere), ``relative``, ``learned``.
+    * ``windowed``: its module declares an attention window in some layer
+      (:meth:`~posenc.encodings.places.PositionalEncoding.windows`); the tests hold the two
+      to each other for every registered encoding;
+    * ``positional`` (derived: it acts somewhere), ``additive_bias`` (derived: its scores are
+      q.k + b(i, j), a bias added to the content logits), ``relative``, ``learned``.
 
     ``reference`` is a deliberately naive per-element Python loop that computes the encoding's
     hook output from its formula, sharing no code with the module: the tests hold every
@@ -109,6 +113,7 @@ class EncodingSpec:
     planar_rotation: bool = False
     rescalable: bool = False
     extensions: tuple[str, ...] = ()
+    windowed: bool = False
     color: str | None = None
     marker: str | None = None
     reference: Callable | None = None  # the naive loop the tests compare the hook with
@@ -118,6 +123,12 @@ class EncodingSpec:
     def positional(self) -> bool:
         """Whether it gives the model any position at all (NoPE does not)."""
         return self.acts_on != "none"
+
+    @property
+    def additive_bias(self) -> bool:
+        """Whether its attention scores are q.k + b(i, j): a score bias added beside the
+        content logits (ALiBi, T5, KERPLE, FIRE), which a query temperature may scale or not."""
+        return self.acts_on == "bias"
 
     def hyper(self, own: Mapping[str, Any] | None = None) -> Any:
         """Its hyper-parameters, with ``own`` (its block of the ``encoding:`` config) over the
@@ -150,6 +161,8 @@ class EncodingSpec:
             "planar_rotation": self.planar_rotation,
             "rescalable": self.rescalable,
             "extensions": list(self.extensions),
+            "windowed": self.windowed,
+            "additive_bias": self.additive_bias,
             "citation": self.citation,
             "summary": self.summary,
             "color": self.color,
