@@ -525,7 +525,11 @@ def test_the_referees_counterexample_through_the_studys_own_claim():
         e: interval(threshold + 0.2, threshold + 0.1, threshold + 0.3) for e in ("rope", "alibi")
     }
     margin = {e: interval(learned + 0.5, learned + 0.4, learned + 0.6) for e in gain}
-    evidence = {claim.checks[0].evidence: dict(gain), "lm_learned_margin": dict(margin)}
+    evidence = {
+        claim.checks[0].evidence: dict(gain),
+        "lm_learned_margin": dict(margin),
+        "logn_stretch_measured": True,
+    }
     (without,) = evaluate([claim], evidence, cfg, "extrapolation")
     evidence[claim.checks[0].evidence]["none"] = interval(threshold - 1, threshold - 2, threshold)
     evidence["lm_learned_margin"]["none"] = interval(learned - 0.5, learned - 0.6, learned - 0.4)

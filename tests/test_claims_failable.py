@@ -238,7 +238,13 @@ def test_a_comparison_with_a_collapsed_comparator_is_judged_where_it_is_alive():
     ev = extrapolation_evidence({"rope": ROPE, "rope_proportional": HYBRID_BEHIND})
     change = ev["uncollapsed_change_lead"]["rope_proportional"]["rope"]
     assert list(change) == ["4x"] and change["4x"]["estimate"] == pytest.approx(-0.1)
+    ev["meets_unseen_angles"] = {"rope_proportional": True}  # a kept pair slower than L_train
     assert judged("extrapolation.p_rope_degrades_less_uncollapsed", ev)["verdict"] == "fail"
+    # Every kept pair faster than L_train: degrading less would hold by construction, so the
+    # claim is no test, whichever way the numbers go.
+    ev["meets_unseen_angles"] = {"rope_proportional": False}
+    entry = judged("extrapolation.p_rope_degrades_less_uncollapsed", ev)
+    assert entry["verdict"] == "inconclusive" and "slower than L_train" in entry["reason"]
 
 
 def test_a_comparator_alive_at_the_longest_length_is_judged_there():
@@ -289,3 +295,15 @@ def test_the_best_passkey_encoding_is_chosen_on_sequences_that_do_not_judge_it()
     ev = extrapolation_evidence(lm, passkey={"rope": lucky[::-1], "alibi": [1] * 100})
     assert ev["passkey_best"] == ["alibi"]
     assert judged("extrapolation.synthetic_length_generalization", ev)["verdict"] == "pass"
+
+
+def test_memorisation_is_no_finding_when_no_text_was_read_twice():
+    """Within one pass over the training text no character is read twice: the growth after
+    the first pass does not exist, so the claim is inconclusive, not a pass, whatever it
+    holds."""
+    ev = extrapolation_evidence({"rope": ROPE})
+    ev["memorisation_growth"] = {"rope": ev["lm_learned_margin"]["rope"]}  # any interval
+    ev["repeated_passes"] = False
+    entry = judged("extrapolation.memorisation_below_capacity_share", ev)
+    assert entry["verdict"] == "inconclusive"
+    assert "more than once" in entry["reason"]

@@ -30,14 +30,22 @@ from posenc import ngram
 from posenc.analysis import Context, Measurements
 from posenc.estimates import Design
 from posenc.io import read_json
-from posenc.stats import Bootstrap
 
+from .context import effective_context, text_parts
 from .evidence import evidence
 from .learned import lm_status, passkey_learners
-from .mechanism import flat_rows, mechanism
+from .mechanism import (
+    flat_rows,
+    logn_stretch_gain,
+    mechanism,
+    readout_clusters,
+    readout_summary,
+    stretch_clusters,
+)
 from .rows import _encoding_index, lm_table, memorisation_gaps, passkey_table
 from .scores import Scores, series_of
 from .training import file_split, late_change, training_curves, training_table
+from .wavelengths import kept_wavelength_evidence, wavelength_rows
 
 # Interval settings when a caller gives none (the config's extrapolation.intervals).
 DEFAULT_INTERVALS = {"level": 0.95, "resamples": 2000}
@@ -72,14 +80,21 @@ def compute(ctx: Context) -> Measurements:
         t["log"].update(timings[t["log"]["label"]])
     ctx.log.info("%d evaluations, %d training logs", len(evals), len(train_logs))
     lm_logs = [t for t in train_logs if t["task"] == "lm"]
-    baselines, clusters = None, None
+    # The extension section's zero-shot stretch, where the config runs it: log-n's gain.
+    stretched = [read_json(f) for f in ctx.inputs.get("stretch", [])]
+    baselines, clusters, text, readout_units = None, None, {}, {}
+    near_verbatim = None
     if lm_logs:
-        from posenc.data import trained_corpus
+        from posenc.data import NEAR_VERBATIM, trained_corpus, verbatim_share
 
         corpus = trained_corpus(lm_logs[0]["data"])
         baselines = baselines_of(corpus)
+        near_verbatim = {"width": NEAR_VERBATIM, "share": verbatim_share(corpus.train, corpus.val)}
         clusters = window_clusters(corpus, [e for e in evals if e["task"] == "lm"])
-    return aggregate(
+        readout_units = readout_clusters(corpus, [e for e in evals if e["task"] == "lm"])
+        readout_units |= stretch_clusters(corpus, stretched)
+        text = text_parts(corpus, [e for e in evals if e["task"] == "lm"])
+    measured = aggregate(
         evals,
         train_logs,
         ctx.cfg["smoke_test"],
@@ -91,7 +106,14 @@ def compute(ctx: Context) -> Measurements:
         learned_margin=ctx.cfg["thresholds"]["lm_learned_margin_bits"],
         plateau_bits=ctx.cfg["thresholds"]["plateau_bits"],
         clusters=clusters,
+        stretched=stretched,
+        readout_units=readout_units,
+        context_margin=ctx.cfg["thresholds"]["effective_context_margin_bits"],
+        context_text=text,
     )
+    # The share of validation characters inside a shorter verbatim repeat of training.
+    measured.summary["near_verbatim"] = near_verbatim
+    return measured
 
 
 def scope_of(log: dict, seeds: list[int]) -> dict[str, Any]:
@@ -142,13 +164,21 @@ def aggregate(
     learned_margin: float,
     plateau_bits: float,
     clusters: dict[tuple, Any] | None = None,
+    stretched: list[dict] | None = None,
+    readout_units: dict[tuple, Any] | None = None,
+    context_margin: float | None = None,
+    context_text: dict[str, Any] | None = None,
 ) -> Measurements:
     """The measurements from evaluation records and training logs (timings merged in);
     ``baselines`` are the corpus' reference bits/char (:func:`ngram_baselines`); ``intervals``
     the bootstrap's level and resamples, seeded by ``seed``; ``learned_at`` the exact match at
     1N from which a passkey seed has learned the task (the config's
     ``thresholds.passkey_min_accuracy``) and ``min_learners`` how many must have for an
-    encoding to be judged (``thresholds.passkey_min_learners``)."""
+    encoding to be judged (``thresholds.passkey_min_learners``). ``context_margin``
+    (``thresholds.effective_context_margin_bits``; None: not measured) and ``context_text``
+    (:func:`.context.text_parts`) give the LMs' effective context. ``stretched``: the
+    extension section's zero-shot stretch records (log-n's gain); ``readout_units``: the
+    fragments the readout's and the stretch's windows fall in (:mod:`.mechanism`)."""
     intervals = intervals or DEFAULT_INTERVALS
     design = Design(clusters)
     scores = Scores(evals, design, intervals["level"])
@@ -174,6 +204,9 @@ def aggregate(
         # What was cut from validation because it repeats training text verbatim.
         "val_verbatim_removed": corpus.get("val_verbatim_removed", 0),
         "val_characters": corpus.get("val_characters"),
+        # The tuning span, neither trained on nor scored: the recipe pilots' text.
+        "tune_characters": corpus.get("tune_characters", 0),
+        "tune_fraction_percent": round(100 * corpus.get("tune_fraction", 0.0), 1),
         "verbatim": corpus.get("verbatim"),
         "vocab_size": lm_log.get("vocab_size"),
         # Reference bits/char of the validation text: uniform, unigram, bigram.
@@ -264,20 +297,45 @@ def aggregate(
         log = next((t for t in train_logs if t["task"] == task), None)
         if log is not None:
             ev[key] = scope_of(log, summary["seeds"].get(task, []))
-    # Why extrapolation fails: the attention read out of the seeds the config names, ranked
-    # across the encodings whose LMs learned (the whole margin interval above the threshold).
+    # The attention read out of the seeds the config names, ranked against the loss across
+    # the encodings whose LMs learned (the whole margin interval above the threshold); and
+    # log-n scaling's gain, from the extension section's stretch of every LM seed.
     margin = ev.get("lm_learned_margin", {})
     learned_lms = {e for e, r in margin.items() if r and r["low"] > learned_margin}
+    readout_design = Design(readout_units)
     readout_rows, readout_ev = mechanism(
-        lm_evals, learned_lms, Bootstrap(intervals["resamples"], seed), intervals["level"]
+        lm_evals, learned_lms, readout_design, intervals["level"], seed
     )
     ev |= readout_ev
+    ev |= logn_stretch_gain(stretched or [], readout_design, intervals["level"])
     # Which fragment of text each scored window falls in, for the sections that score the
     # same windows (the extension's zero-shot and fine-tuned evaluations).
     summary["window_fragments"] = {
         " ".join(map(str, key)): list(map(int, labels)) for key, labels in (clusters or {}).items()
     }
-    summary["mechanism_seeds"] = sorted({e["seed"] for e in lm_evals if e.get("readout")})
+    summary |= readout_summary(lm_evals)
+    # How much of its context each LM uses, and its full-context loss against the 5-gram's.
+    context_rows: list[dict] = []
+    if context_margin is not None:
+        context_rows, summary["context"], context_ev = effective_context(
+            lm_evals, level=intervals["level"], margin=context_margin, **(context_text or {})
+        )
+        ev |= context_ev
+    # Memorisation needs a text read more than once: a model that stops within its first pass
+    # has no later passes whose effect the growth measures.
+    lm_train = [t for t in train_logs if t["task"] == "lm"]
+    ev["repeated_passes"] = bool(lm_train) and all(
+        t.get("first_epoch_step") is not None and t["first_epoch_step"] < t["log"]["steps"]
+        for t in lm_train
+    )
+    ev["training_passes"] = (
+        min(t["log"]["steps"] / t["first_epoch_step"] for t in lm_train)
+        if lm_train and all(t.get("first_epoch_step") for t in lm_train)
+        else None
+    )
+    # Each rotary LM's pairs against L_train: which meet angles training never showed.
+    summary["wavelengths"] = wavelength_rows(train_logs)
+    ev |= kept_wavelength_evidence(summary["wavelengths"], train_len)
     summary["max_gap_bits"] = max((g["gap_bits"] for g in summary["gaps"]), default=None)
     if corpus.get("files"):  # a text of whole files (python-stdlib): what the prose describes
         summary["file_split"] = file_split(corpus, lm_log)
@@ -287,6 +345,7 @@ def aggregate(
             "passkey_accuracy": passkey_rows,
             "training_timing": training_table(train_logs),
             "mechanism": flat_rows(readout_rows),
+            "context_bits": context_rows,
             "training_curves": training_curves(train_logs),  # the figure's, not written
         },
         evidence=ev,

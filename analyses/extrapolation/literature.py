@@ -29,6 +29,7 @@ class LengthClaim(NamedTuple):
     statement: str  # with the paper's numbers, or its words
     references: tuple[str, ...]
     also_shows: tuple[str, ...] = ()  # shown beside the direction's own context
+    also_requires: tuple[Check, ...] = ()  # what makes the claim a test at all
 
 
 # What each direction measures on the same scored tokens (mode b), how it is compared with its
@@ -57,6 +58,17 @@ DIRECTIONS = {
 }
 # The directions that compare with another encoding: judged where it has not collapsed.
 COMPARISONS = ("beats_uncollapsed", "degrades_less_uncollapsed")
+# Shown for every encoding a length claim reads, deciding nothing: how much of its context the
+# model uses (the shortest context within the margin of the full one's loss) and how far its
+# full-context loss is from the 5-gram's on the same characters, so that a reader can tell a
+# model that uses far context from one that reads a few characters and ignores position.
+CONTEXT_SHOWS = ("effective_context_chars.{e}", "full_context_minus_5gram.{e}")
+
+
+def context_shows(*encodings: str) -> tuple[str, ...]:
+    """:data:`CONTEXT_SHOWS` for each of ``encodings``."""
+    return tuple(s.format(e=e) for e in encodings for s in CONTEXT_SHOWS)
+
 
 LITERATURE = (
     LengthClaim(
@@ -157,7 +169,9 @@ LITERATURE = (
         "wholly above the {collapse_reference}'s; inconclusive if it does at every length), the "
         "length the ledger names (Yang et al. 2025 find their RoPE/NoPE hybrid beats full RoPE on "
         "long-context tasks; Llama 4 and SmolLM3 ship it). Here the hybrid has two layers, the "
-        "second NoPE.",
+        "second NoPE with full attention and the first RoPE in a sliding window shorter than "
+        "L_train, Yang et al.'s RNoPE-SWA design: RoPE never sees a distance training did not "
+        "show, and only the NoPE layer reads far context.",
         ("yang2025", "su2021"),
     ),
     LengthClaim(
@@ -170,8 +184,22 @@ LITERATURE = (
         "RoPE's bits/char interval there lies wholly above the {collapse_reference}'s; "
         "inconclusive if it does at every length), the length the ledger names, than RoPE's "
         "(Barbero et al. 2024: removing the lowest frequencies keeps the semantic channels "
-        "stable over long distances).",
+        "stable over long distances). It is a test only where p-RoPE's slowest turning pair "
+        "(here every {slowest_turning_wavelength.rope_proportional} positions) is slower "
+        "than L_train, so that some of its pairs ({pairs_slower_than_train.rope_proportional} "
+        "here, against {pairs_slower_than_train.rope} of RoPE's) meet angles past L_train "
+        "that training never showed; where none does, it is inconclusive. Barbero et al.'s "
+        "own evidence is perplexity within the training length, at 8k context; this is the "
+        "project's prediction from their argument.",
         ("barbero2024", "su2021"),
+        also_requires=(
+            Check(
+                "meets_unseen_angles.rope_proportional",
+                value=True,
+                label="some turning pair of p-RoPE is slower than L_train (else it meets no "
+                "unseen angle, and degrading less than RoPE holds by construction)",
+            ),
+        ),
     ),
 )
 
@@ -186,10 +214,12 @@ def length_claim(row: LengthClaim) -> Claim:
         f"extrapolation.{row.claim}",
         row.statement,
         kind="empirical",
-        requires=beats_trigram(*row.encodings) + alive,
+        requires=beats_trigram(*row.encodings) + alive + row.also_requires,
         min_judged="min_judged_entries",
         checks=(Check(evidence.format(**names), op, row.threshold, label=label.format(**names)),),
-        shows=tuple(s.format(**names) for s in shows) + row.also_shows,
+        shows=tuple(s.format(**names) for s in shows)
+        + row.also_shows
+        + context_shows(*row.encodings),
         references=row.references,
         unless="smoke_test",
     )

@@ -9,6 +9,10 @@ from posenc.analysis import Context, Measurements
 from posenc.plotting import PAGE_WIDTH_IN, estimate_band, panel_grid, reference_line, style, themed
 from posenc.variants import split_model
 
+from .present_context import (  # noqa: F401 -- the spec's
+    figure_effective_context,
+    table_effective_context,
+)
 from .present_mechanism import figure_mechanism, table_mechanism  # noqa: F401 -- the spec's
 from .present_tables import (  # noqa: F401 -- the spec's tables, found here by the runner
     BASELINES,
@@ -22,6 +26,7 @@ from .present_tables import (  # noqa: F401 -- the spec's tables, found here by 
     table_segment,
     table_training,
 )
+from .present_wavelengths import figure_wavelengths  # noqa: F401 -- the spec's
 
 # The plain model solid with its encoding's filled marker; its first, second, ... context
 # extension dashed, dotted, ... with a hollow marker of its own (same colour as the plain one).

@@ -1,5 +1,6 @@
 """The mechanism measurement's figure and table (``mechanism.py`` computes them): per encoding,
-how much its attention dilutes and reaches past L_train, against how much its loss rises."""
+how much its attention's entropy rises and how much of it reaches past L_train, against how
+much its loss rises, with uniform attention's rise as the reference for dilution."""
 
 from __future__ import annotations
 
@@ -18,21 +19,31 @@ def _mean_rows(m: Measurements, arm: str = "plain") -> list[dict]:
     return [r for r in m.rows.get("mechanism", []) if r["layer"] == "mean" and r["arm"] == arm]
 
 
+def _title(m: Measurements, name: str, key: str) -> str:
+    """A panel's title: the rank correlation over the encodings that learned and its
+    one-sided permutation p-value."""
+    rho = m.evidence.get(f"{name}_rank_correlation", {}).get(key)
+    p = m.evidence.get(f"{name}_rank_p", {}).get(key)
+    if rho is None:
+        return "rho: too few encodings"
+    return f"Spearman rho {rho:.2f}\npermutation p = {p:.2g}"
+
+
 @themed
 def figure_mechanism(m: Measurements, ctx: Context):
-    """At the longest length: the loss rise against the entropy rise and against the mass past
-    L_train, one point per encoding (hollow: its LMs did not learn), with the rank
-    correlation over those that learned."""
+    """At the longest length: the loss rise against the raw entropy rise (with uniform
+    attention's rise, dashed) and against the mass past L_train, one point per encoding
+    (hollow: its LMs did not learn), with the rank correlation over those that learned."""
 
     rows = _mean_rows(m)
     longest = max((r["multiplier"] for r in rows), default=1)
     at = [r for r in rows if r["multiplier"] == longest and r["bits_rise"] is not None]
     fig, axes = panel_grid(2, ncols=2, panel_height=3.4)
     panels = (
-        ("entropy_rise", "entropy rise from 1x\n(normalised)", "entropy_rank_correlation"),
-        ("far_mass", "attention mass at\ndistances >= L_train", "far_mass_rank_correlation"),
+        ("entropy_rise", "entropy", "entropy rise from 1x (nats)"),
+        ("far_mass", "far_mass", "attention mass at\ndistances >= L_train"),
     )
-    for ax, (key, label, rho_key) in zip(axes, panels):
+    for ax, (key, name, label) in zip(axes, panels):
         for r in at:
             if r[key] is None:
                 continue
@@ -51,18 +62,26 @@ def figure_mechanism(m: Measurements, ctx: Context):
                 ls="none",
                 label=r["encoding"],
             )
-        rho = m.evidence.get(rho_key, {}).get(f"{longest}x")
-        ax.set_title(f"Spearman rho\n{interval_text(rho, 2)}" if rho else "rho: too few encodings")
+        ax.set_title(_title(m, name, f"{longest}x"))
         ax.set_xlabel(label)
         ax.grid(alpha=0.3)
+    # Dilution's reference: uniform attention over the same queries rises by this much.
+    uniform = next((r["uniform_rise"] for r in at if r.get("uniform_rise") is not None), None)
+    if uniform is not None:
+        axes[0].axvline(uniform, color="0.5", ls="--", lw=1, label="uniform attention")
     axes[0].set_ylabel(f"bits/char rise, 1x to {longest}x")
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, frameon=False)
     return fig
 
 
+def _number(x: float | None) -> str:
+    return "undefined" if x is None else f"{x:.3f}"
+
+
 def table_mechanism(m: Measurements, ctx: Context):
-    """Per encoding and length: the loss and its rise, the attention's entropy and mass past
+    """Per encoding and length: the loss and its rise, the attention's raw entropy (nats) and
+    its rise beside uniform attention's, the entropy divided by ln n, and the mass past
     L_train (mean over layers), plainly and under log-n query scaling."""
     columns = [
         "encoding",
@@ -70,8 +89,10 @@ def table_mechanism(m: Measurements, ctx: Context):
         "query scaling",
         "bits/char",
         "rise from 1x",
-        "entropy",
+        "entropy (nats)",
         "entropy rise",
+        "uniform rise",
+        "entropy / ln n",
         "mass past L_train",
     ]
     rows = [
@@ -83,6 +104,8 @@ def table_mechanism(m: Measurements, ctx: Context):
             interval_text(_interval(r, "bits_rise")),
             interval_text(_interval(r, "entropy")),
             interval_text(_interval(r, "entropy_rise")),
+            _number(r.get("uniform_rise")),
+            interval_text(_interval(r, "entropy_normalised")),
             interval_text(_interval(r, "far_mass")),
         ]
         for arm in ("plain", "logn")

@@ -20,6 +20,7 @@ XP_DATA = {
         "corpus": XP["corpus"],
         "val_fraction": XP["val_fraction"],
         "split_block": XP["split_block"],
+        "tune_fraction": XP["tune_fraction"],
         "seq_len": XP["lm"]["seq_len"],
     }
     # The standard library is the running interpreter's: another CPython is another text, so

@@ -29,6 +29,14 @@ def inputs(config: dict) -> dict[str, list[str]]:
         "train_logs": [paths.XP_TRAIN_LOG.format(**run) for run in runs],
         "timings": [paths.XP_TIMING.format(**run) for run in runs],
     }
+    # The extension section's zero-shot stretch of every LM seed, where it runs log-n scaling:
+    # log-n's gain is judged there (its windows), not on the attention readout's few.
+    if "logn" in ((config.get("extension") or {}).get("stretch") or {}).get("temperatures", []):
+        files["stretch"] = [
+            paths.EXT_STRETCH.format(encoding=e, seed=s)
+            for e in variants.stretched_lms(config)
+            for s in config["extrapolation"]["lm"]["seeds"]
+        ]
     # The corpus file, when one is configured: its unigram and bigram baselines are computed
     # here (the built-in texts, pydoc_data.topics and python-stdlib, ship with Python and are
     # no file input).
@@ -93,12 +101,20 @@ def check_config(config: dict) -> list[str]:
             f"config key extrapolation.lm.eval.mechanism.tokens = {readout['tokens']}: must be a "
             f"multiple of the longest evaluation length, {longest} (whole windows at every length)"
         )
+    unread = readout and sorted(set(readout["seeds"]) - set(cfg["lm"]["seeds"]))
+    if unread:
+        problems.append(
+            f"config key extrapolation.lm.eval.mechanism.seeds = {readout['seeds']}: "
+            f"{', '.join(map(str, unread))} not in extrapolation.lm.seeds = {cfg['lm']['seeds']} "
+            "(no LM of that seed is trained, so none would be read out)"
+        )
     segment = cfg["lm"]["eval"]["segment"]
     if segment > seq_len:
         problems.append(
             f"config key extrapolation.lm.eval.segment = {segment}: must be <= "
             f"extrapolation.lm.seq_len = {seq_len} (the scored segment fits the shortest window)"
         )
+    problems += _context_problems(cfg)
     task = cfg["passkey"]["task"]
     if task["min_len"] > task["max_len"]:
         problems.append(
@@ -116,6 +132,29 @@ def check_config(config: dict) -> list[str]:
     if corpus is not None and not Path(corpus).is_file():
         problems.append(f"config key extrapolation.corpus = {corpus!r}: no such file")
     return problems + _randomized_problems(config)
+
+
+def _context_problems(cfg: dict) -> list[str]:
+    """The effective context's lengths: none longer than L_train (a truncation of the context
+    the model was trained on), and L_train itself among them (the full context each shorter one
+    is compared with)."""
+    context = cfg["lm"]["eval"].get("context")
+    if not context:
+        return []
+    lengths, seq_len = context["lengths"], cfg["lm"]["seq_len"]
+    key = f"config key extrapolation.lm.eval.context.lengths = {lengths}"
+    longer = [k for k in lengths if k > seq_len]
+    if longer:
+        return [
+            f"{key}: {', '.join(map(str, longer))} longer than extrapolation.lm.seq_len = "
+            f"{seq_len} (each length truncates the context the model was trained on)"
+        ]
+    if seq_len not in lengths:
+        return [
+            f"{key}: must include extrapolation.lm.seq_len = {seq_len} (the full context every "
+            "shorter one is compared with)"
+        ]
+    return []
 
 
 def _randomized_problems(config: dict) -> list[str]:
@@ -147,7 +186,8 @@ def _randomized_problems(config: dict) -> list[str]:
 
 
 def check_registry(config: dict, encodings: dict[str, dict]) -> list[str]:
-    """Randomized positions need an encoding that takes positions (the registry says which)."""
+    """Randomized positions need an encoding that takes positions (the registry says which);
+    an encoding's attention window must bind within L_train."""
     randomized = (config.get("extrapolation") or {}).get("randomized_positions") or {}
     problems = []
     for task, names in (randomized.get("encodings") or {}).items():
@@ -156,6 +196,22 @@ def check_registry(config: dict, encodings: dict[str, dict]) -> list[str]:
             problems.append(
                 f"config key extrapolation.randomized_positions.encodings.{task} = {names}: "
                 f"{', '.join(blind)} takes no positions, so randomizing them changes nothing"
+            )
+    # A windowed layer whose window covers L_train is full attention in training: the window
+    # would first bind past L_train, where no model has learned to live with it.
+    cfg = config.get("extrapolation")
+    seq_len = cfg["lm"]["seq_len"] if cfg else None
+    for name in config.get("encodings", []) if seq_len else []:
+        meta = encodings.get(name, {})
+        if not meta.get("windowed"):
+            continue
+        declared = meta.get("params", {}).get("properties", {}).get("window", {})
+        window = (config.get("encoding", {}).get(name) or {}).get("window", declared.get("default"))
+        if window is not None and window >= seq_len:
+            problems.append(
+                f"config key encoding.{name}.window = {window}: must be below "
+                f"extrapolation.lm.seq_len = {seq_len} (a window at or above L_train is full "
+                "attention throughout training)"
             )
     return problems
 
@@ -170,7 +226,7 @@ def encoding_shapes(config: dict) -> dict[str, tuple[int, int]]:
 SPEC = AnalysisSpec(
     id="extrapolation",
     title="Extrapolation: train short, test long",
-    csvs=("lm_bits", "passkey_accuracy", "training_timing", "mechanism"),
+    csvs=("lm_bits", "passkey_accuracy", "training_timing", "mechanism", "context_bits"),
     inputs=inputs,
     figures={
         "bits_vs_length": Figure(
@@ -184,6 +240,18 @@ SPEC = AnalysisSpec(
             "bits/char of the validation text, uniform "
             "(log2 V, V = {vocab_size} characters), and unigram and bigram models estimated "
             "on the training text with add-one (Laplace) smoothing."
+        ),
+        "effective_context": Figure(
+            "How much of its context each LM uses: validation bits/char on the same "
+            "{cfg[lm][eval][context][targets]} characters, each predicted from exactly k "
+            "characters before it (read at positions 0..k-1), against k; line: mean over "
+            "seeds, band: its {interval_percent}% interval (Student-t over seeds and fragments "
+            "of text). Each encoding's label gives its effective context: the shortest k whose "
+            "rise over the full context ({cfg[lm][seq_len]}) is at most "
+            "{cfg[thresholds][effective_context_margin_bits]:g} bits/char over its whole "
+            "interval. Grey horizontal lines: the interpolated Kneser-Ney 4- and 5-gram of the "
+            "training text on the same characters, each reading the n - 1 characters before "
+            "its target."
         ),
         "passkey_accuracy": Figure(
             "Passkey retrieval: exact-match accuracy (every token of the key right) versus "
@@ -202,13 +270,28 @@ SPEC = AnalysisSpec(
             placement="appendix",
         ),
         "mechanism": Figure(
-            "Why the loss rises past L_train, at the longest length: each encoding's rise in "
-            "bits/char (mode a, read-out seeds {mechanism_seeds}) against the rise of its "
-            "attention's entropy over the keys each query sees, normalised by the log of their "
-            "number (attention dilution), and against the share of attention on keys farther "
-            "than any distance training showed (unseen relative positions); mean over layers, "
-            "bars: {interval_percent}% intervals over windows. Hollow: LMs that did not learn, "
-            "left out of the rank correlation in each title.",
+            "The attention against the loss past L_train, at the longest length: each "
+            "encoding's rise in bits/char from 1x (mode a; read-out seeds {mechanism_seeds}, "
+            "{mechanism_windows} windows per seed at the longest length and "
+            "{mechanism_windows_1x} at 1x) against the rise of its attention's raw entropy in "
+            "nats over the keys each query sees (attention dilution; dashed: the rise uniform "
+            "attention would have over the same queries, the mean of ln n), and against the "
+            "share of attention on keys farther than any distance training showed (unseen "
+            "relative positions); mean over layers, bars: {interval_percent}% intervals over "
+            "seeds and fragments of text. Hollow: LMs that did not learn, left out of the rank "
+            "correlation in each title, whose p-value is a one-sided permutation test over the "
+            "encodings.",
+            placement="appendix",
+        ),
+        "wavelengths": Figure(
+            "The trained LMs' waves at their wavelengths, 2 pi / omega positions per turn (a "
+            "rotary encoding's pairs, a sinusoidal table's sine-cosine pairs), fastest first "
+            "(a pair that does not turn at the top, marked still), against "
+            "L_train = {train_len} and the longest length evaluated. A pair slower than "
+            "L_train has turned through part of a circle only in training, so past L_train it "
+            "meets angles training never showed; a pair faster has shown every angle it will "
+            "take. A comparison of rotary variants past L_train tests something only where "
+            "both meet such angles.",
             placement="appendix",
         ),
     },
@@ -259,6 +342,19 @@ SPEC = AnalysisSpec(
             csv="lm_bits",
             placement="appendix",
         ),
+        "effective_context": Table(
+            "Effective context: per encoding, how much the validation bits/char on the same "
+            "{cfg[lm][eval][context][targets]} characters rise when each is predicted from "
+            "only k characters before it rather than {cfg[lm][seq_len]} (paired, mean over "
+            "seeds [{interval_percent}% interval]), the bits/char at k = {cfg[lm][seq_len]}, "
+            "the effective context (the shortest k whose whole interval of rise is at most "
+            "{cfg[thresholds][effective_context_margin_bits]:g} bits/char), and the "
+            "full-context bits/char minus the interpolated Kneser-Ney 4- and 5-gram's on the "
+            "same characters (negative: below it); last, the n-grams themselves. The "
+            "bits/char at every k are in the CSV.",
+            csv="context_bits",
+            placement="appendix",
+        ),
         "gap": Table(
             "Train/validation gap at L_train (bits/char, mode a): mean over seeds "
             "[{interval_percent}% interval] and each seed's gap.",
@@ -271,12 +367,15 @@ SPEC = AnalysisSpec(
             placement="appendix",
         ),
         "mechanism": Table(
-            "The attention read out of the LMs (seeds {mechanism_seeds}) at every length, mode "
-            "(a) windows: bits/char and its rise from 1x, the normalised entropy of each "
-            "query's attention (1: uniform over the keys it sees) and its rise from 1x, and the "
-            "share of attention on keys at distance >= L_train; mean over layers (each layer in "
-            "the CSV) [{interval_percent}% interval over windows], without query scaling and "
-            "with log-n scaling (q x log_L_train(n) past L_train).",
+            "The attention read out of the LMs (seeds {mechanism_seeds}) at 1x and the "
+            "longest length, mode (a) windows ({mechanism_windows} per seed at the longest, "
+            "{mechanism_windows_1x} at 1x): bits/char and its rise from 1x, the raw entropy of "
+            "each query's attention in nats and its rise from 1x beside the rise uniform "
+            "attention would have over the same queries (the mean of ln n), the entropy "
+            "divided by ln n (1: uniform over the keys it sees), and the share of attention on "
+            "keys at distance >= L_train; mean over layers (each layer in the CSV) "
+            "[{interval_percent}% interval over seeds and fragments of text], without query "
+            "scaling and with log-n scaling at the longest (q x log_L_train(n) past L_train).",
             csv="mechanism",
             placement="appendix",
         ),

@@ -27,8 +27,12 @@ from posenc.rope_methods import proportional_rotated_pairs
 
 @dataclass(frozen=True)
 class ProportionalParams(RotaryParams):
+    # 0.5, not Gemma 4's 0.25: at 0.25 every kept pair is faster than 2 pi base^0.25 (62.8
+    # positions at base 10^4) at any head width, so a model trained on 64 positions or more
+    # meets no angle past its training length that it has not seen, and a length comparison
+    # with RoPE holds by construction (config/config.yaml says more).
     proportion: float = setting(
-        0.25,
+        0.5,
         "p: the share of RoPE's pairs, fastest first, that turn at their usual frequencies "
         "(k = int(p x head width // 2) pairs); the rest stay still (Gemma 4's global layers: "
         "0.25)",

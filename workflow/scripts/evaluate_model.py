@@ -14,10 +14,12 @@ import torch
 from posenc import plugins
 from posenc.data import PasskeyTask, RandomizedPositions, trained_corpus
 from posenc.device import device_name, resolve_device
+from posenc.effective_context import context_bits
 from posenc.encodings import REGISTRY
-from posenc.evaluate import evaluate_lm, evaluate_passkey, gap_rows
+from posenc.evaluate import POSITION_SEED, evaluate_lm, evaluate_passkey, gap_rows
 from posenc.io import write_json
 from posenc.readout import readouts
+from posenc.seeding import keyed_seed
 from posenc.train import build_model, load_checkpoint
 from posenc.workflow import Timer, setup
 
@@ -56,6 +58,25 @@ def compute(
             extensions=REGISTRY[meta["encoding"]].extensions,
             randomized=randomized,
         )
+        context = settings.get("context")
+        if context:
+            # How much of its context the model uses: the same validation characters, each
+            # predicted from exactly k characters before it, for every k configured.
+            record["context"] = context_bits(
+                model,
+                corpus.val,
+                lengths=context["lengths"],
+                targets=context["targets"],
+                batch_tokens=settings["batch_tokens"],
+                device=device,
+                positions_of=(
+                    # Each length's positions from a generator of its own, keyed apart from
+                    # the scoring lengths' seeds.
+                    (lambda k: randomized.sampler(keyed_seed(POSITION_SEED, "context", k)))
+                    if randomized is not None
+                    else None
+                ),
+            )
         mechanism = settings.get("mechanism") or {}
         if meta["seed"] in mechanism.get("seeds", []) and randomized is None:
             # The attention read out, for the mechanism table (posenc.readout): on the seeds
