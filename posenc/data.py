@@ -45,6 +45,7 @@ from posenc.passkey import PasskeyTask
 # own modules these names come from.
 __all__ = [
     "IGNORE",
+    "NEAR_VERBATIM",
     "VERBATIM",
     "BatchFn",
     "CharCorpus",
@@ -54,10 +55,12 @@ __all__ = [
     "drop_verbatim",
     "lm_batches",
     "load_corpus",
+    "tuning_units",
     "read_text",
     "trained_corpus",
     "validation_blocks",
     "verbatim_in",
+    "verbatim_share",
     "window_hashes",
 ]
 
@@ -77,6 +80,11 @@ class CharCorpus:
     val_files: int = 0  # how many of them are validation
     python: str | None = None  # the CPython version whose standard library it is, if it is
     val_verbatim_removed: int = 0  # validation characters cut as verbatim repeats of training
+    # The tuning span: whole blocks (or files) neither trained on nor scored, read only by the
+    # recipe pilots (benchmarks/recipe_pilots.py), so that a recipe is chosen on text the study
+    # does not score. Empty unless a tuning fraction is asked for.
+    tune: Tensor = torch.zeros(0, dtype=torch.long)
+    tune_units: int = 0  # how many whole blocks (or files) the tuning span holds
     # Where each fragment of validation text starts in ``val``: a fragment is a maximal run of
     # validation characters contiguous in the source text (a held-out block or file, cut again
     # where a verbatim repeat was removed). Windows in one fragment share a topic and a style,
@@ -116,8 +124,22 @@ def char_ids(text: str) -> tuple[tuple[str, ...], Tensor]:
     return tuple(map(chr, present.tolist())), torch.from_numpy(lookup[points])
 
 
+def tuning_units(n_units: int, held_out: list[int], tune_fraction: float) -> list[int]:
+    """Which of the ``n_units`` blocks (or files) not in ``held_out`` form the tuning span: a
+    ``tune_fraction`` of them, picked from the remaining ones by the rule of
+    :func:`validation_blocks`, so the span is spread evenly over the text as well."""
+    if not tune_fraction:
+        return []
+    held = set(held_out)
+    rest = [i for i in range(n_units) if i not in held]
+    return [rest[j] for j in validation_blocks(len(rest), tune_fraction)]
+
+
 def load_corpus(
-    path: str | None = None, val_fraction: float = 0.1, block: int = 4096
+    path: str | None = None,
+    val_fraction: float = 0.1,
+    block: int = 4096,
+    tune_fraction: float = 0.0,
 ) -> CharCorpus:
     """Character vocabulary of the whole text (so validation has no unknown characters), then
     the split.
@@ -131,11 +153,16 @@ def load_corpus(
     not even their first lines; with f = 0.1, 73 of CPython 3.11's 732 files, 10.8 % of its
     characters. Windows are drawn within each split's concatenation, so a training window may
     span the seam where a validation block (or file) was cut out, as it spans the seams
-    between topics or files."""
+    between topics or files.
+
+    ``tune_fraction`` > 0 also holds a tuning span out of the training text
+    (:func:`tuning_units`): neither trained on nor scored, for choosing a recipe."""
     if not 0.0 < val_fraction < 1.0:
         raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction}")
+    if not 0.0 <= tune_fraction < 1.0:
+        raise ValueError(f"tune_fraction must be in [0, 1), got {tune_fraction}")
     if path == STDLIB:
-        return _by_files(val_fraction)
+        return _by_files(val_fraction, tune_fraction)
     if block < 1:
         raise ValueError(f"block must be a positive number of characters, got {block}")
     text = read_text(path)
@@ -148,7 +175,8 @@ def load_corpus(
             f"validation fraction of {val_fraction} (lower extrapolation.split_block)"
         )
     spans = [(i * block, (i + 1) * block) for i in held_out]
-    return _split(text, vocab, ids, spans, val_blocks=len(held_out), block=block)
+    tune = [(i * block, (i + 1) * block) for i in tuning_units(n_whole, held_out, tune_fraction)]
+    return _split(text, vocab, ids, spans, tune, val_blocks=len(held_out), block=block)
 
 
 # No stretch of this many characters of validation text occurs verbatim in the training text:
@@ -193,12 +221,30 @@ def verbatim_in(seen: np.ndarray, val: np.ndarray, width: int = VERBATIM) -> np.
     """A mask over ``val``: the characters covered by some window of ``width`` whose hash is
     in ``seen`` (the sorted hashes of the training text's windows)."""
     hashes = window_hashes(val, width)
-    found = np.searchsorted(seen, hashes)
+    # Looked up in sorted order, so that the search walks ``seen`` forward (its memory in
+    # order): 10x faster than random probes into the standard library's 10M hashes.
+    order = np.argsort(hashes)
+    found = np.empty(len(hashes), dtype=np.int64)
+    found[order] = np.searchsorted(seen, hashes[order])
     starts = np.flatnonzero(seen[np.minimum(found, len(seen) - 1)] == hashes) if len(seen) else []
     edges = np.zeros(len(val) + 1, dtype=np.int64)
     edges[starts] += 1  # starts are distinct, so plain fancy-index adds are exact
     edges[np.asarray(starts) + width] -= 1
     return np.cumsum(edges[:-1]) > 0
+
+
+# Shorter repeats than VERBATIM stay in validation (an idiom, a common call); how much of the
+# scored text sits inside one of this many characters or more is reported beside the scores.
+NEAR_VERBATIM = 32
+
+
+def verbatim_share(train: Tensor, val: Tensor, width: int = NEAR_VERBATIM) -> float:
+    """The share of ``val``'s characters inside some stretch of ``width`` characters that
+    occurs verbatim in ``train``."""
+    if len(val) < width:
+        return 0.0
+    seen = np.sort(window_hashes(train.numpy(), width))
+    return float(verbatim_in(seen, val.numpy(), width).mean())
 
 
 def drop_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> tuple[Tensor, int]:
@@ -210,11 +256,15 @@ def drop_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> tuple[Te
     return torch.from_numpy(np.ascontiguousarray(v)), len(val) - len(kept)
 
 
-def kept_after_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> np.ndarray:
-    """The indices of ``val`` that :func:`drop_verbatim` keeps, in order."""
+def kept_after_verbatim(
+    train: Tensor, val: Tensor, width: int = VERBATIM, seen: np.ndarray | None = None
+) -> np.ndarray:
+    """The indices of ``val`` that :func:`drop_verbatim` keeps, in order (``seen``: the sorted
+    hashes of ``train``'s windows of ``width``, when the caller has them already)."""
     # Sorted, duplicates kept: searchsorted needs order only (np.unique on 11M hashes takes
     # seconds where a sort takes a tenth of one).
-    seen = np.sort(window_hashes(train.numpy(), width))
+    if seen is None:
+        seen = np.sort(window_hashes(train.numpy(), width))
     v, kept = val.numpy(), np.arange(len(val))
     while len(kept) >= width:
         covered = verbatim_in(seen, v[kept], width)
@@ -224,16 +274,23 @@ def kept_after_verbatim(train: Tensor, val: Tensor, width: int = VERBATIM) -> np
     return kept
 
 
-def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -> CharCorpus:
-    """The corpus with the character ranges ``held_out`` (start, end) as validation and the
-    rest as training, each in text order, less every validation stretch of :data:`VERBATIM`
-    characters that occurs verbatim in training (:func:`drop_verbatim`); ``counts`` say how it
-    was cut."""
+def _split(
+    text: str, vocab: tuple[str, ...], ids: Tensor, held_out, tune=(), **counts
+) -> CharCorpus:
+    """The corpus with the character ranges ``held_out`` (start, end) as validation, ``tune``
+    as the tuning span and the rest as training, each in text order, less every validation
+    (and tuning) stretch of :data:`VERBATIM` characters that occurs verbatim in training
+    (:func:`drop_verbatim`); ``counts`` say how it was cut."""
     is_val = torch.zeros(len(ids), dtype=torch.bool)
     for start, end in held_out:
         is_val[start:end] = True
-    train = ids[~is_val]
-    kept = kept_after_verbatim(train, ids[is_val])
+    is_tune = torch.zeros(len(ids), dtype=torch.bool)
+    for start, end in tune:
+        is_tune[start:end] = True
+    train = ids[~is_val & ~is_tune]
+    seen = np.sort(window_hashes(train.numpy(), VERBATIM))  # one sort for both held-out parts
+    tuning = ids[is_tune][kept_after_verbatim(train, ids[is_tune], seen=seen)] if tune else ids[:0]
+    kept = kept_after_verbatim(train, ids[is_val], seen=seen)
     val, removed = ids[is_val][kept], int(is_val.sum()) - len(kept)
     source = np.flatnonzero(is_val.numpy())[kept]  # each kept character's place in the text
     fragments = (0, *(np.flatnonzero(np.diff(source) != 1) + 1).tolist()) if len(source) else (0,)
@@ -248,12 +305,15 @@ def _split(text: str, vocab: tuple[str, ...], ids: Tensor, held_out, **counts) -
         sha256=hashlib.sha256(text.encode("utf-8")).hexdigest(),
         val_verbatim_removed=removed,
         val_fragments=fragments,
+        tune=tuning,
+        tune_units=len(tune),
         **counts,
     )
 
 
-def _by_files(val_fraction: float) -> CharCorpus:
-    """The standard library's sources, validation a ``val_fraction`` of the whole files."""
+def _by_files(val_fraction: float, tune_fraction: float = 0.0) -> CharCorpus:
+    """The standard library's sources, validation a ``val_fraction`` of the whole files (and
+    the tuning span a ``tune_fraction`` of the rest)."""
     sources = read_stdlib()
     vocab, ids = char_ids(sources.text)
     held_out = validation_blocks(len(sources.paths), val_fraction)
@@ -263,11 +323,16 @@ def _by_files(val_fraction: float) -> CharCorpus:
             f"fraction of {val_fraction} (raise extrapolation.val_fraction)"
         )
     spans = [(sources.starts[i], sources.starts[i + 1]) for i in held_out]
+    tune = [
+        (sources.starts[i], sources.starts[i + 1])
+        for i in tuning_units(len(sources.paths), held_out, tune_fraction)
+    ]
     return _split(
         sources.text,
         vocab,
         ids,
         spans,
+        tune,
         files=len(sources.paths),
         val_files=len(held_out),
         python=sources.python,
@@ -279,7 +344,9 @@ def trained_corpus(data: dict):
     validation fraction, the split block and the SHA-256 it trained on), split as it was;
     refuses a text that has changed since (another file's content, or for ``python-stdlib``
     another CPython's library), whose numbers would describe another text."""
-    corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
+    corpus = load_corpus(
+        data["corpus"], data["val_fraction"], data["split_block"], data.get("tune_fraction", 0.0)
+    )
     if corpus.sha256 != data["sha256"]:
         versions = (
             f" (trained under CPython {data['python']}, read under {corpus.python})"

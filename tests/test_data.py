@@ -235,3 +235,25 @@ def test_length_curriculum_grows_the_longest_length_from_min_len_to_n():
     assert max(flat(gen, 2, 0)[0].shape[1] for _ in range(400)) == 64
     with pytest.raises(ValueError, match="ramp_steps"):
         task.batches(8, 64, ramp_steps=-1)
+
+
+def test_the_tuning_span_is_neither_trained_on_nor_scored(tmp_path):
+    """Whole blocks of the tuning span come out of the training text, none from validation,
+    spread over the text; without a tuning fraction the split is as before."""
+    rng = np.random.default_rng(0)
+    text = "".join(rng.choice(list("abcdefghij"), size=40 * 256))
+    path = tmp_path / "t.txt"
+    path.write_text(text)
+    plain = load_corpus(str(path), val_fraction=0.1, block=256)
+    tuned = load_corpus(str(path), val_fraction=0.1, block=256, tune_fraction=0.1)
+    assert len(plain.tune) == 0 and plain.tune_units == 0
+    assert torch.equal(plain.val, tuned.val)  # validation untouched
+    held = data.validation_blocks(40, 0.1)
+    tune = data.tuning_units(40, held, 0.1)
+    assert tuned.tune_units == len(tune) == 3 and not set(tune) & set(held)
+    assert len(tuned.train) == len(plain.train) - len(tuned.tune)
+    ids = data.char_ids(text)[1]
+    expected = torch.cat([ids[i * 256 : (i + 1) * 256] for i in tune])
+    assert torch.equal(tuned.tune, expected)
+    with pytest.raises(ValueError, match="tune_fraction"):
+        load_corpus(str(path), val_fraction=0.1, block=256, tune_fraction=1.0)

@@ -56,6 +56,8 @@ def required_keys(config: dict) -> list[str]:
         keys += leaves(config[section]["thresholds"], f"{section}.thresholds")
     for task in ("lm", "passkey"):
         keys += leaves(config["extrapolation"][task], f"extrapolation.{task}")
+    # The fine-tune's recipe: a recipe setting like the models' own.
+    keys += leaves(config["extension"]["finetune"]["train"], "extension.finetune.train")
     return [*keys, *CODE_SETTINGS, "encoding.t5_bias.max_distance"]
 
 

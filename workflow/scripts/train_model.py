@@ -33,14 +33,24 @@ def make_data(task: str, settings: dict[str, Any]) -> tuple[Any, int, int, dict[
     """(batch function, vocabulary size, training length L_train, data description)."""
     data = settings["data"]
     if task == "lm":
-        corpus = load_corpus(data["corpus"], data["val_fraction"], data["split_block"])
+        tune_fraction = data.get("tune_fraction", 0.0)
+        corpus = load_corpus(
+            data["corpus"], data["val_fraction"], data["split_block"], tune_fraction
+        )
         description = {
             "corpus": data["corpus"],
             "val_fraction": data["val_fraction"],
             "split_block": data["split_block"],
+            "tune_fraction": tune_fraction,
+            "tune_characters": len(corpus.tune),
             "val_blocks": corpus.val_blocks,
             "sha256": corpus.sha256,
-            "characters": len(corpus.train) + len(corpus.val) + corpus.val_verbatim_removed,
+            # The tuning span's verbatim repeats of training are not counted: a few per cent
+            # of a twentieth of the text, cut and never read.
+            "characters": len(corpus.train)
+            + len(corpus.val)
+            + corpus.val_verbatim_removed
+            + len(corpus.tune),
             "train_characters": len(corpus.train),
             "val_characters": len(corpus.val),
             # Validation characters cut because they repeat training text verbatim.
