@@ -19,6 +19,7 @@ as plain strings, not taken from these docstrings.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shlex
 import sys
@@ -184,55 +185,182 @@ def card(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_contexts(values: list[str] | None) -> list[int]:
+    """--context's values as positions: whole numbers from 2 to 2^53 (past it, float64, the
+    truth every error is measured from, no longer holds whole positions)."""
+    from posenc.shipped.reading import MAX_CONTEXT
+
+    out = []
+    for value in values or []:
+        try:
+            n = int(value.replace("_", ""))
+        except ValueError:
+            n = None
+        if n is None or not 2 <= n <= MAX_CONTEXT:
+            raise CardError(
+                f"--context {value}: must be a whole number of positions from 2 to 2^53"
+            )
+        out.append(n)
+    return out
+
+
+def output_folders(names: list[str], out: Path) -> tuple[list[Path], list[str]]:
+    """A folder under ``out`` per input, distinct even where two inputs share a name (the
+    second ``name-2``, and so on), with a line saying so for each renamed one."""
+    taken: dict[str, int] = {}
+    folders, lines = [], []
+    for name in names:
+        taken[name] = taken.get(name, 0) + 1
+        folder = name if taken[name] == 1 else f"{name}-{taken[name]}"
+        while folder in taken and folder != name:
+            taken[name] += 1
+            folder = f"{name}-{taken[name]}"
+        taken.setdefault(folder, 1)
+        folders.append(out / folder)
+        if folder != name:
+            lines.append(
+                f"posenc model: two inputs are named {name}: this one goes to {out / folder}"
+            )
+    return folders, lines
+
+
 def model(args: argparse.Namespace) -> int:
     """``posenc model PATH ...``: each Hugging Face config.json (or a folder holding one) read with
     transformers' own config class, offline, and measured as the shipped section measures the
-    zoo (frequencies, precision per path, distinguishability, layout; ``posenc.shipped``).
-    Writes ``<out>/<name>/model.json`` and ``<out>/<name>/index.html`` and prints each page's
-    path. Every file is read and measured before anything is written: bad input is one line
-    naming the file and the key, and nothing is written."""
-    import json
+    zoo (frequencies, precision per path, distinguishability, layout; ``posenc.shipped``) at
+    each ``--context`` (default: the file's ``advertised_context``, else its
+    ``max_position_embeddings``). Writes ``<out>/<name>/model.json`` and
+    ``<out>/<name>/index.html`` and prints each page's path.
 
-    from jinja2 import Environment, FileSystemLoader, select_autoescape
+    Every file is read and checked before transformers is imported, and measured before
+    anything is written: nonsense is one line naming the file, the key and what is valid, and
+    nothing is written. Exit 0, 2 on a refusal, 1 under ``--strict`` when a precision path fails
+    at a requested context."""
+    from posenc.shipped.reading import ModelError, model_name, read_config_file, validate
 
-    from posenc.io import write_json
-    from posenc.shipped.model import measure, measure_settings
-    from posenc.shipped.precision import PATHS
-    from posenc.shipped.reading import ModelError, model_name, read_config_file
-
-    cfg = merged(config_files("default"))["shipped"]
-    settings = measure_settings(cfg, seed=0)
-    measured = []
+    contexts = parse_contexts(args.context)
+    out = Path(args.out)
+    blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise CardError(f"--out {args.out}: {blocking} is a file, not a folder")
+    entries, warnings = [], []
     try:
         for given in args.configs:
             entry = read_config_file(Path(given))
-            name = model_name(Path(given))
-            measured.append((name, measure(entry, name, settings, where=given)))
+            warnings.append(validate(entry, given, bool(contexts)))
+            entries.append((given, entry))
     except ModelError as error:
         raise CardError(str(error)) from None
-    import transformers
+    names = [model_name(Path(given)) for given, _ in entries]
+    folders, renamed = output_folders(names, out)
+    for lines in warnings:
+        for line in lines:
+            print(f"posenc model: warning: {line}", file=sys.stderr)
+
+    from transformers.utils import logging as transformers_logging
+
+    from posenc.shipped.model import measure, measure_settings
+
+    # transformers' warnings speak to a model's authors (set `factor`, not the original length):
+    # the page and posenc's own warning lines say what matters to the practitioner.
+    transformers_logging.set_verbosity_error()
+
+    settings = measure_settings(shipped_config(), seed=0)
+    measured = []
+    for (given, entry), name in zip(entries, names):
+        try:
+            measured.append(measure(entry, name, settings, where=given, contexts=contexts))
+        except ModelError as error:
+            raise CardError(str(error)) from None
+        except Exception as error:  # noqa: BLE001 - a config posenc's checks let through
+            first = (str(error).splitlines() or [""])[0]
+            raise CardError(
+                f"{given}: transformers or posenc could not measure it "
+                f"({type(error).__name__}: {first}); please report this config"
+            ) from None
+    try:
+        pages = write_pages(measured, folders, warnings, settings)
+    except OSError as error:
+        raise CardError(f"--out {args.out}: cannot write ({error.strerror or error})") from None
+    for line in renamed:
+        print(line, file=sys.stderr)
+    for page in pages:
+        print(page)
+    if args.strict:
+        failing = [
+            f"{m['model']} {lt['layer_type']} at {b['context']}: {path}"
+            for m in measured
+            for lt in m["layer_types"]
+            for b in lt["by_context"]
+            for path, v in b["verdict"].items()
+            if v["fails"]
+        ]
+        if failing:
+            print(
+                f"posenc model: --strict: {len(failing)} precision paths fail "
+                f"({'; '.join(failing[:4])}{'; …' if len(failing) > 4 else ''})",
+                file=sys.stderr,
+            )
+            return 1
+    return 0
+
+
+@functools.cache
+def shipped_config() -> dict:
+    """The shipped section's block of the default config (read once per process)."""
+    return merged(config_files("default"))["shipped"]
+
+
+@functools.cache
+def model_page():
+    """(the page's template, the report's screen stylesheet), compiled once per process."""
+    from jinja2 import Environment, FileSystemLoader, select_autoescape
+
+    from posenc.report.render import stylesheet_for
 
     env = Environment(
         loader=FileSystemLoader(str(Path(__file__).parent / "shipped")),
         autoescape=select_autoescape(("html", "j2")),
     )
-    page = env.get_template("model.html.j2")
-    out = Path(args.out)
-    for name, m in measured:
-        folder = out / name
+    css = stylesheet_for((ROOT / "report_templates" / "style.css").read_text(), "screen")
+    return env.get_template("model.html.j2"), css
+
+
+def write_pages(
+    measured: list[dict], folders: list[Path], warnings: list[list[str]], settings: dict
+) -> list[Path]:
+    """Each model's model.json and index.html in its folder; the pages' paths."""
+    import transformers
+
+    from posenc.io import write_json
+    from posenc.shipped.page import PATH_LOOK, advice, figure, verdict_lines
+    from posenc.shipped.precision import PATHS
+
+    page, css = model_page()
+    pages = []
+    for m, folder, lines in zip(measured, folders, warnings):
+        m["warnings"] = lines
+        m["verdicts"] = verdict_lines(m)
+        m["advice"] = advice(m)
         folder.mkdir(parents=True, exist_ok=True)
         write_json(folder / "model.json", m)
         (folder / "index.html").write_text(
             page.render(
                 m=m,
+                css=css,
                 paths=PATHS,
+                looks=PATH_LOOK,
                 threshold=settings["angle_rad"],
+                per_octave=settings["per_octave"],
                 versions={"transformers": transformers.__version__},
-                layout=json.dumps(m["layout"], indent=1),
+                warnings=m["warnings"],
+                verdicts=m["verdicts"],
+                advice=m["advice"],
+                svg=figure(m, settings["angle_rad"]),
             )
         )
-        print(folder / "index.html")
-    return 0
+        pages.append(folder / "index.html")
+    return pages
 
 
 def version() -> str:
@@ -321,12 +449,28 @@ def parser() -> argparse.ArgumentParser:
         "model",
         help="a shipped model's positional code, from its config.json alone",
         description="Read each Hugging Face config.json (or folder holding one) with "
-        "transformers' own config classes, offline; measure its rotary frequencies, precision "
-        "per path at its own context and distinguishability; write <out>/<name>/model.json and "
-        "index.html and print the page's path. No weights.",
+        "transformers' own config classes, offline (a file on disk: hub ids are not "
+        "downloaded); measure its rotary frequencies, precision per path and "
+        "distinguishability at each context; write <out>/<name>/model.json and index.html and "
+        "print the page's path. No weights. Nonsense in a config (a string or NaN where a "
+        "number belongs, theta or a factor <= 0, a rotated share outside (0, 1], a LongRoPE "
+        "list of the wrong length) is refused in one line naming the key, and nothing is "
+        "written. Exit 0; 2 on a refusal; 1 with --strict when a path fails.",
     )
     mo.add_argument("configs", nargs="+", metavar="PATH", help="config.json files or folders")
     mo.add_argument("--out", default="models", help="output folder (default: models/)")
+    mo.add_argument(
+        "--context",
+        action="append",
+        metavar="N",
+        help="measure at N positions, the context you serve; repeat for several (default: the "
+        "file's advertised_context key where it has one, else its max_position_embeddings)",
+    )
+    mo.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 when any precision path fails at a requested context (for CI)",
+    )
     mo.set_defaults(run=model)
     return top
 

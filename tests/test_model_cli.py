@@ -64,7 +64,7 @@ def _bad(tmp_path: Path, case: str) -> tuple[Path, str]:
         "rope_type": "rope_scaling.rope_type",
         "longrope": "rope_scaling.short_factor",
         "odd_head_dim": "head_dim",
-        "odd_rotated": "partial_rotary_factor",
+        "odd_rotated": "rotary_pct",  # the key the file sets
         "model_type": "model_type",
     }[case]
     if case == "rope_type":

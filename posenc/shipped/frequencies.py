@@ -77,6 +77,11 @@ def layer_types(config, where: str = "config") -> tuple[list[LayerType], Any, st
                 f"{where}: key {key}: the rotated width int({head} × {partial or 1.0}) = "
                 f"{width} must be even (RoPE turns pairs)"
             )
+        if not isinstance(p.get("rope_theta"), (int, float)) or isinstance(p["rope_theta"], bool):
+            raise ModelError(
+                f"{where}: key rope_theta = {p.get('rope_theta')!r} as transformers resolved it "
+                f"({name}): must be a finite number > 0"
+            )
         original = p.get("original_max_position_embeddings") or text.max_position_embeddings
         resolved = dict(p, original_max_position_embeddings=original)
         if kind in ("yarn", "longrope") and resolved.get("factor") is None:

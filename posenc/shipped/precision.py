@@ -48,8 +48,10 @@ def path_angles(positions: torch.Tensor, inv_freq32: torch.Tensor, path: str) ->
 
 
 def wrapped(delta: torch.Tensor) -> torch.Tensor:
-    """delta reduced to (−π, π]: an angle error is one modulo a full turn."""
-    return (delta - 2 * math.pi * torch.round(delta / (2 * math.pi))).abs()
+    """|delta| reduced to [0, π]: an angle error is one modulo a full turn. Where delta is so
+    large that float64 cannot place it within a turn (its spacing past 2π), the reduction
+    could land past π: clamped there, since such an angle may be any angle."""
+    return (delta - 2 * math.pi * torch.round(delta / (2 * math.pi))).abs().clamp(max=math.pi)
 
 
 def precision_rows(
@@ -84,10 +86,14 @@ def precision_rows(
         if path == "float32":
             exact_product = positions.double()[:, None] * w32.double()
             product = wrapped(got_p - exact_product).amax(-1)
-            inv = (positions.double()[:, None] * (w32.double() - w64).abs()).amax(-1)
+            drift = positions.double()[:, None] * (w32.double() - w64).abs()
+            # Unwrapped: how far the angle has drifted, in turns it may have gone round; the
+            # wrapped value is what the model sees.
+            inv, inv_wrapped = drift.amax(-1), wrapped(drift).amax(-1)
             for i, row in enumerate(rows):
                 row["product_part"] = product[i].item()
                 row["inv_freq_part"] = inv[i].item()
+                row["inv_freq_part_wrapped"] = inv_wrapped[i].item()
         out[path] = rows
     return out
 
