@@ -187,6 +187,8 @@ def _evaluate_one(claim, evidence, cfg, section, thresholds) -> dict[str, Any]:
     shown = list(values)
     if claim.unless and cfg.get(claim.unless):
         verdict, reason = "n/a", f"{section}.{claim.unless} is set in the config"
+    elif claim.applies and lookup(evidence, claim.applies.evidence) is False:
+        verdict, reason = "n/a", f"not applicable to this run: not so that {claim.applies.name}"
     elif absent and not unmet:
         verdict = "n/a"
         reason = f"no {', '.join(absent)} in this run (its encodings are not configured)"

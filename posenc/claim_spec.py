@@ -87,7 +87,13 @@ class Claim:
     preconditions hold) for the claim to be decided (default 1). ``scope`` is the evidence
     path of the scale the claim was measured at (parameters, heads x width, L_train); an
     empirical claim without one reads its section's ``scope``, so that the report can set
-    it beside the cited paper's."""
+    it beside the cited paper's.
+
+    ``applies`` is a check of evidence that says whether the claim can be put to this run at
+    all (the models read their training text more than once, for a claim about what later
+    passes memorised): when it does not hold, the claim is ``n/a``, with its label as the
+    reason. A precondition is about whether the evidence bears on the claim; this is about
+    whether the run has anything the claim speaks of."""
 
     id: str
     statement: str
@@ -98,6 +104,7 @@ class Claim:
     requires: tuple[Check, ...] = ()
     min_judged: str | None = None
     scope: str | None = None
+    applies: Check | None = None
     kind: str = field(kw_only=True)
 
     def __post_init__(self):

@@ -268,7 +268,7 @@ def test_a_comparator_collapsed_at_every_length_makes_the_claim_inconclusive():
         assert not ev["uncollapsed_lead"][e] and not ev["uncollapsed_change_lead"][e]
         entry = judged(claim_id, ev)
         assert entry["verdict"] == "inconclusive"
-        assert entry["reason"].startswith("not met: rope not collapsed"), entry["reason"]
+        assert entry["reason"].startswith("not met: rope alive at some length"), entry["reason"]
         assert "unigram" in entry["reason"]
         assert entry["measured"]["collapsed at.rope"] == ["2x", "4x", "8x", "16x"]
 
@@ -299,11 +299,25 @@ def test_the_best_passkey_encoding_is_chosen_on_sequences_that_do_not_judge_it()
 
 def test_memorisation_is_no_finding_when_no_text_was_read_twice():
     """Within one pass over the training text no character is read twice: the growth after
-    the first pass does not exist, so the claim is inconclusive, not a pass, whatever it
-    holds."""
+    the first pass does not exist, so the claim does not apply (n/a, with the reason), not a
+    pass and not an inconclusive that more seeds could settle."""
     ev = extrapolation_evidence({"rope": ROPE})
     ev["memorisation_growth"] = {"rope": ev["lm_learned_margin"]["rope"]}  # any interval
     ev["repeated_passes"] = False
     entry = judged("extrapolation.memorisation_below_capacity_share", ev)
-    assert entry["verdict"] == "inconclusive"
+    assert entry["verdict"] == "n/a"
     assert "more than once" in entry["reason"]
+    ev["repeated_passes"] = True  # read more than once: the claim applies
+    entry = judged("extrapolation.memorisation_below_capacity_share", ev)
+    assert "more than once" not in (entry["reason"] or "")
+
+
+def test_a_model_collapsed_at_one_length_stays_collapsed_at_longer_ones():
+    """Alive means below the unigram at that length and every shorter one: a model worse than
+    character frequencies at 2x is not a comparator at 4x because its loss dips there."""
+    dips = {1: 2.0, 2: 4.5, 4: 3.0, 8: 3.2, 16: 3.4}  # the unigram is at 4.0
+    ev = extrapolation_evidence({"rope": dips, "rope_nope_hybrid": HYBRID_AHEAD})
+    assert ev["collapsed_at"]["rope"] == ["2x", "4x", "8x", "16x"]
+    assert ev["alive_past_train"]["rope"] is False
+    entry = judged("extrapolation.hybrid_beats_rope_uncollapsed", ev)
+    assert entry["verdict"] == "inconclusive"

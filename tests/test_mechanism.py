@@ -69,9 +69,9 @@ def evals(far_sign: float = 1.0, names=NAMES):
 def test_rank_correlations_their_p_values_and_the_rises():
     rows, ev = mechanism(evals(), set(NAMES), Design(), 0.95, seed=0)
     # 6 encodings in the same order: rho 1, reached by the identity alone of 720 pairings.
-    assert ev["entropy_rank_correlation"]["4x"] == pytest.approx(1.0)
+    assert ev["entropy_rank_correlation"]["4x"]["estimate"] == pytest.approx(1.0)
     assert ev["entropy_rank_p"]["4x"] == pytest.approx(1 / 720)
-    assert ev["far_mass_rank_correlation"]["4x"] == pytest.approx(-1.0)
+    assert ev["far_mass_rank_correlation"]["4x"]["estimate"] == pytest.approx(-1.0)
     assert ev["far_mass_rank_p"]["4x"] == pytest.approx(1.0)  # every pairing reaches -1
     assert ev["mechanism_encodings"] == NAMES and ev["mechanism_encoding_count"] == 6
     assert ev["mechanism_longest"] == "4x"
@@ -194,3 +194,18 @@ def test_no_logn_stretch_says_so():
     record = stretch_record("a", 0, 0.2)
     record["rows"] = [r for r in record["rows"] if r["method"] != "logn"]
     assert logn_stretch_gain([record], Design(), 0.95) == {"logn_stretch_measured": False}
+
+
+def test_a_rank_correlation_has_an_interval_over_the_encodings():
+    """Fisher's z with the rank correlation's variance 1.06 / (n - 3): rho 0.2 over ten
+    encodings spans about [-0.5, 0.75], so a threshold of 0.5 is inside it."""
+    from posenc.analyses.extrapolation.mechanism import rank_interval
+
+    r = rank_interval(0.2, 10, 0.95)
+    half = 1.959963984540054 * math.sqrt(1.06 / 7)
+    assert r["low"] == pytest.approx(math.tanh(math.atanh(0.2) - half))
+    assert r["high"] == pytest.approx(math.tanh(math.atanh(0.2) + half))
+    assert -0.6 < r["low"] < -0.4 and 0.7 < r["high"] < 0.8
+    assert rank_interval(0.9, 3, 0.95) == {"estimate": 0.9, "low": -1.0, "high": 1.0}
+    perfect = rank_interval(1.0, 10, 0.95)  # z infinite at 1: entered as 1 - 6 / 990
+    assert perfect["estimate"] == 1.0 and 0.9 < perfect["low"] < perfect["high"] < 1.0

@@ -67,26 +67,27 @@ def evidence(
     one = {e: bits(e, "segment", 1) for e in encodings}
     far = {e: bits(e, "segment", longest) for e in encodings}
     defined_far = [e for e in encodings if one[e] is not None and far[e] is not None]
-    # Collapsed at a length past L_train: the whole bits/char interval (mode b) above the
-    # unigram's, worse than character frequencies alone. Beating a collapsed model can hardly
-    # fail, so a comparison is judged at the longest length where its comparator has not
-    # collapsed (where it has at every length, the claim's precondition says so).
+    # Alive at a length past L_train: the whole bits/char interval (mode b) below the
+    # unigram's, better than character frequencies alone, there and at every shorter length;
+    # collapsed otherwise, from the first length where it is not on. An interval that merely
+    # straddles the unigram (three seeds, each worse than it, can) is no comparator: beating
+    # it can hardly fail, and fewer or noisier seeds would make more models "alive". So a
+    # comparison is judged at the longest length where its comparator is alive (where it is
+    # at none, the claim's precondition says so).
     unigram = references.get(COLLAPSE_REFERENCE)
-    collapsed = (
-        {
-            e: {
-                m: ci(r)["low"] > unigram
-                for m in multipliers
-                if m > 1 and (r := bits(e, "segment", m)) is not None
-            }
-            for e in defined_far
-        }
-        if unigram is not None
-        else {}
-    )
+
+    def collapse_flags(e: str) -> dict[int, bool]:
+        flags, down = {}, False
+        for m in sorted(multipliers):
+            if m > 1 and (r := bits(e, "segment", m)) is not None:
+                down = down or not ci(r)["high"] < unigram
+                flags[m] = down
+        return flags
+
+    collapsed = {e: collapse_flags(e) for e in defined_far} if unigram is not None else {}
 
     def judged_at(a: str, b: str) -> int | None:
-        """The longest length past L_train at which ``b`` has not collapsed and ``a`` is
+        """The longest length past L_train at which ``b`` is alive and ``a`` is
         defined; None where there is none."""
         return max(
             (m for m, down in collapsed.get(b, {}).items() if not down and m in collapsed[a]),

@@ -2,8 +2,9 @@
 an encoding (and the one it is compared with), a direction, a threshold key and the paper's
 numbers or words; :func:`length_claim` makes each a claim on the models that beat a trigram.
 
-A comparison is judged at the longest length at which its comparator has not collapsed (its
-bits/char interval wholly above the unigram's, ``preconditions.COLLAPSE_REFERENCE``): beating a
+A comparison is judged at the longest length at which its comparator is alive (its bits/char
+interval wholly below the unigram's there and at every shorter length,
+``preconditions.COLLAPSE_REFERENCE``): beating a
 model that predicts worse than character frequencies can hardly fail. Where the comparator has
 collapsed at every length past L_train the claim is inconclusive, naming the collapse."""
 
@@ -35,7 +36,7 @@ class LengthClaim(NamedTuple):
 # What each direction measures on the same scored tokens (mode b), how it is compared with its
 # threshold, the check's label, and the losses shown beside it; {e} is the encoding, {other}
 # the one it is compared with. A comparison's evidence is keyed by the length it is judged at
-# (the longest where {other} has not collapsed), so the ledger names it; the same comparison at
+# (the longest where {other} is alive), so the ledger names it; the same comparison at
 # the longest length, and the lengths where each collapsed, are shown beside and decide nothing.
 CHANGE_SHOWS = ("bits_at_1x.{e}", "bits_at_longest.{e}")
 COLLAPSE_SHOWS = ("collapsed_at.{e}", "collapsed_at.{other}")
@@ -46,17 +47,17 @@ DIRECTIONS = {
     "beats_uncollapsed": (
         "uncollapsed_lead.{e}.{other}",
         ">",
-        "{other} minus {e} bits/char where {other} has not collapsed",
+        "{other} minus {e} bits/char where {other} is alive",
         ("far_lead.{e}.{other}", "bits_at_longest.{e}", "bits_at_longest.{other}", *COLLAPSE_SHOWS),
     ),
     "degrades_less_uncollapsed": (
         "uncollapsed_change_lead.{e}.{other}",
         ">",
-        "{other}'s rise minus {e}'s rise, bits/char, where {other} has not collapsed",
+        "{other}'s rise minus {e}'s rise, bits/char, where {other} is alive",
         ("far_change_lead.{e}.{other}", "far_change.{e}", "far_change.{other}", *COLLAPSE_SHOWS),
     ),
 }
-# The directions that compare with another encoding: judged where it has not collapsed.
+# The directions that compare with another encoding: judged where it is alive.
 COMPARISONS = ("beats_uncollapsed", "degrades_less_uncollapsed")
 # Shown for every encoding a length claim reads, deciding nothing: how much of its context the
 # model uses (the shortest context within the margin of the full one's loss) and how far its
@@ -109,9 +110,9 @@ LITERATURE = (
         "beats_uncollapsed",
         "beats_margin_bits",
         "ALiBi's loss (mode b) is lower than sinusoidal's at the longest length past L_train at "
-        "which sinusoidal has not collapsed ({longest}x L_train unless its bits/char interval "
-        "there lies wholly above the {collapse_reference}'s; inconclusive if it does at every "
-        "length), the length the ledger names (Press et al.: 18.31 vs 406 ppl at 30x).",
+        "which sinusoidal is alive (its bits/char interval wholly below the "
+        "{collapse_reference}'s there and at every shorter length; inconclusive if it is at "
+        "none), the length the ledger names (Press et al.: 18.31 vs 406 ppl at 30x).",
         ("press2022",),
     ),
     LengthClaim(
@@ -130,9 +131,9 @@ LITERATURE = (
         "degrades_less_uncollapsed",
         "beats_margin_bits",
         "xPos degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from 1x to "
-        "the longest length at which RoPE has not collapsed ({longest}x L_train unless RoPE's "
-        "bits/char interval there lies wholly above the {collapse_reference}'s; inconclusive if "
-        "it does at every length), the length the ledger names, than RoPE's (Sun et al. 2022).",
+        "the longest length at which RoPE is alive (its bits/char interval wholly below the "
+        "{collapse_reference}'s there and at every shorter length; inconclusive if it is at "
+        "none), the length the ledger names, than RoPE's (Sun et al. 2022).",
         ("sun2022", "su2021"),
     ),
     LengthClaim(
@@ -165,8 +166,8 @@ LITERATURE = (
         "beats_margin_bits",
         "RoPE layers interleaved with NoPE layers extrapolate better than RoPE alone: the "
         "hybrid's loss (mode b) is lower than RoPE's at the longest length past L_train at which "
-        "RoPE has not collapsed ({longest}x L_train unless RoPE's bits/char interval there lies "
-        "wholly above the {collapse_reference}'s; inconclusive if it does at every length), the "
+        "RoPE is alive (its bits/char interval wholly below the {collapse_reference}'s there "
+        "and at every shorter length; inconclusive if it is at none), the "
         "length the ledger names (Yang et al. 2025 find their RoPE/NoPE hybrid beats full RoPE on "
         "long-context tasks; Llama 4 and SmolLM3 ship it). Here the hybrid has two layers, the "
         "second NoPE with full attention and the first RoPE in a sliding window shorter than "
@@ -180,9 +181,9 @@ LITERATURE = (
         "degrades_less_uncollapsed",
         "beats_margin_bits",
         "p-RoPE degrades less than RoPE beyond L_train: its bits/char (mode b) rise less from "
-        "1x to the longest length at which RoPE has not collapsed ({longest}x L_train unless "
-        "RoPE's bits/char interval there lies wholly above the {collapse_reference}'s; "
-        "inconclusive if it does at every length), the length the ledger names, than RoPE's "
+        "1x to the longest length at which RoPE is alive (its bits/char interval wholly below "
+        "the {collapse_reference}'s there and at every shorter length; inconclusive if it is "
+        "at none), the length the ledger names, than RoPE's "
         "(Barbero et al. 2024: removing the lowest frequencies keeps the semantic channels "
         "stable over long distances). It is a test only where p-RoPE's slowest turning pair "
         "(here every {slowest_turning_wavelength.rope_proportional} positions) is slower "
@@ -206,7 +207,7 @@ LITERATURE = (
 
 def length_claim(row: LengthClaim) -> Claim:
     """The claim of one row of :data:`LITERATURE`, on the models that beat a trigram, and for
-    a comparison, where its comparator has not collapsed."""
+    a comparison, where its comparator is alive."""
     evidence, op, label, shows = DIRECTIONS[row.direction]
     names = dict(zip(("e", "other"), row.encodings))
     alive = (not_collapsed(names["other"]),) if row.direction in COMPARISONS else ()

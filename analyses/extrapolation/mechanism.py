@@ -31,6 +31,7 @@ import itertools
 import math
 from collections import defaultdict
 from collections.abc import Hashable, Iterable
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -112,6 +113,21 @@ def rank_permutation_test(
     hits = int(np.sum(_correlation(rx[None, :], ry[perms]) >= rho - RHO_TOLERANCE))
     p = hits / len(perms) if exact else (1 + hits) / (1 + len(perms))
     return rho, p
+
+
+def rank_interval(rho: float, n: int, level: float) -> dict[str, float]:
+    """Spearman's ``rho`` over ``n`` pairs with its ``level`` confidence interval: Fisher's z
+    with Fieller, Hartley and Pearson's (1957) variance for a rank correlation, 1.06 / (n - 3).
+    A claim on rho then rests on its interval, as every other claim rests on its own: at 10
+    encodings rho = 0.2 spans about [-0.5, 0.75]. Below 4 pairs the interval is [-1, 1]. z is
+    infinite at rho = +-1, so a perfect ranking enters as halfway to the nearest rho n ranks
+    can give, 1 - 12 / (n (n^2 - 1)) (ties aside): the interval stays an interval."""
+    if n < 4 or math.isnan(rho):
+        return {"estimate": rho, "low": -1.0, "high": 1.0}
+    edge = 1 - 6 / (n * (n * n - 1))
+    z = math.atanh(max(min(rho, edge), -edge))
+    half = NormalDist().inv_cdf(0.5 + level / 2) * math.sqrt(1.06 / (n - 3))
+    return {"estimate": rho, "low": math.tanh(z - half), "high": math.tanh(z + half)}
 
 
 def _by_model(evals: Iterable[dict]) -> dict[tuple[str, str, int], dict[int, dict]]:
@@ -308,10 +324,10 @@ def mechanism(
         if len(loss) >= 3:
             key = f"{m}x"
             rho, p = rank_permutation_test(raw, loss, seed, ("entropy", m))
-            evidence["entropy_rank_correlation"][key] = rho
+            evidence["entropy_rank_correlation"][key] = rank_interval(rho, len(loss), level)
             evidence["entropy_rank_p"][key] = p
             rho, p = rank_permutation_test(far, loss, seed, ("far_mass", m))
-            evidence["far_mass_rank_correlation"][key] = rho
+            evidence["far_mass_rank_correlation"][key] = rank_interval(rho, len(loss), level)
             evidence["far_mass_rank_p"][key] = p
             evidence["entropy_normalised_rank_correlation"][key] = spearman(normalised, loss)
         ranked = names  # at the longest multiplier, the last: what the claim judges

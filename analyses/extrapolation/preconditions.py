@@ -9,10 +9,12 @@ T5_TRAIN_RATIO = 4
 # Li et al. (2024) train FIRE at 2048 and evaluate up to 8192: extrapolation.fire_best_long is
 # judged at this multiple of L_train, theirs, and shows the other lengths beside it.
 FIRE_JUDGED_AT = 4
-# An LM has collapsed at a length when its whole bits/char interval there lies above this rung
-# of the n-gram ladder (posenc.ngram.LADDER): it predicts worse than character frequencies
-# alone, so any encoding that has not collapsed "beats" it, and a comparison with it can hardly
-# fail. A comparison claim is judged where its comparator has not collapsed.
+# An LM is alive at a length when its whole bits/char interval there, and at every shorter
+# length past L_train, lies below this rung of the n-gram ladder (posenc.ngram.LADDER); it has
+# collapsed otherwise. A model no better than character frequencies alone is "beaten" by any
+# encoding that is, so a comparison with it can hardly fail; and an interval that straddles the
+# rung (three seeds each worse than it can) is no better evidence of life. A comparison claim
+# is judged where its comparator is alive.
 COLLAPSE_REFERENCE = "unigram"
 # What a language model can store: about 2 bits per parameter at most, measured over many
 # architectures and sizes after 1000 exposures to each fact (Allen-Zhu and Li 2024, "Physics of
@@ -49,13 +51,13 @@ def beats_trigram(*encodings: str) -> tuple[Check, ...]:
 
 
 def not_collapsed(encoding: str) -> Check:
-    """``encoding``'s LMs have not collapsed at some length past L_train: there, their
-    bits/char interval is not wholly above the unigram's (:data:`COLLAPSE_REFERENCE`)."""
+    """``encoding``'s LMs are alive at some length past L_train: there and at every shorter
+    length their bits/char interval is wholly below the unigram's (:data:`COLLAPSE_REFERENCE`)."""
     return Check(
         f"alive_past_train.{encoding}",
         value=True,
-        label=f"{encoding} not collapsed at some length past L_train (collapsed: its "
-        f"bits/char interval wholly above the {COLLAPSE_REFERENCE}'s)",
+        label=f"{encoding} alive at some length past L_train (its bits/char interval wholly "
+        f"below the {COLLAPSE_REFERENCE}'s there and at every shorter length)",
     )
 
 

@@ -22,7 +22,7 @@ def _mean_rows(m: Measurements, arm: str = "plain") -> list[dict]:
 def _title(m: Measurements, name: str, key: str) -> str:
     """A panel's title: the rank correlation over the encodings that learned and its
     one-sided permutation p-value."""
-    rho = m.evidence.get(f"{name}_rank_correlation", {}).get(key)
+    rho = (m.evidence.get(f"{name}_rank_correlation", {}).get(key) or {}).get("estimate")
     p = m.evidence.get(f"{name}_rank_p", {}).get(key)
     if rho is None:
         return "rho: too few encodings"
