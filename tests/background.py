@@ -3,7 +3,9 @@ collected a test that needs it (``conftest.py``), and awaited by that test's fix
 their waits (one-core jobs such as the PDF's layout, the SLURM scheduler's status checks) are
 filled by the rest of the suite rather than by nothing:
 
-* ``test_run``: the test config, ``rule all``, in a fresh copy of the sources;
+* ``test_run``: the test config, ``rule all``, in a fresh copy of the sources, with the
+  between-workflow cache on (``--cache``; the cache and the run's log beside the copy, for the
+  cache test's second checkout: :func:`cache_of`);
 * ``second_run``: the test config again, independently, through a one-node SLURM cluster when
   one can start here, else on this machine: the determinism test compares it with the first
   byte for byte, and the SLURM test checks that its jobs went through sbatch. Rule ``html``:
@@ -55,10 +57,23 @@ STOP = threading.Event()  # set when the session ends: a run still going is kill
 
 
 def first_run(base: Path, environ: dict[str, str]) -> Path:
-    """The folder holding ``results/`` of the test config's ``rule all``."""
+    """The folder holding ``results/`` of the test config's ``rule all``, run with the
+    between-workflow cache on, as a user sharing trained models between checkouts runs it."""
     work = copy_workflow(base / "wf")
-    snakemake(work, "--cores", "2", *TEST_CONFIG, env=env_for(work, base=environ), stop=STOP)
+    (base / "cache").mkdir()
+    env = env_for(work, base=environ, env={"SNAKEMAKE_OUTPUT_CACHE": str(base / "cache")})
+    proc = snakemake(work, "--cores", "2", *TEST_CONFIG, "--cache", env=env, stop=STOP)
+    (base / "snakemake.log").write_text(proc.stdout)
     return work
+
+
+def cache_of(test_run: Path) -> tuple[Path, str] | None:
+    """(the cache, the run's log) of a run :func:`first_run` made; None for a run reused with
+    ``POSENC_TEST_RUN``, which may not have used one."""
+    base = test_run.parent
+    if not (base / "cache").is_dir() or not (base / "snakemake.log").is_file():
+        return None
+    return base / "cache", (base / "snakemake.log").read_text()
 
 
 def second_run(base: Path, environ: dict[str, str]) -> dict:

@@ -51,6 +51,17 @@ def test_run(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def run_copy(test_run, tmp_path_factory) -> Path:
+    """One copy of the finished test run with its own ``posenc`` (``workflow_utils.copy_run``),
+    shared by the tests that dry-run a change there (a code edit, a setting): each undoes its
+    edit, so the copy stays the finished run. A dry-run of a copy costs a parse; a fresh run of
+    the jobs a test needs cost it a minute of training."""
+    from workflow_utils import copy_run
+
+    return copy_run(test_run, tmp_path_factory.mktemp("rerun") / "run")
+
+
+@pytest.fixture(scope="session")
 def second_run(tmp_path_factory) -> dict:
     """A second, independent run of the test config (:mod:`background`)."""
     return _awaited("second_run", tmp_path_factory)

@@ -591,15 +591,15 @@ def test_a_method_for_an_encoding_that_is_not_rescalable_is_an_error():
     assert check_registry({"extension": {**config["extension"], "encodings": declared}}, real) == []
 
 
-def test_changing_evaluation_never_fine_tunes_again(tmp_path):
+def test_changing_evaluation_never_fine_tunes_again(run_copy, tmp_path):
     from test_extrapolation import jobs
-    from workflow_utils import copy_workflow, snakemake
+    from workflow_utils import snakemake
 
-    work = copy_workflow(tmp_path / "wf")
+    # Dry-runs of a copy of the finished test run (the settings in files outside it).
+    work = run_copy
     target = "results/extension/eval/finetune/rope/pi/s2/seed0.json"
     control = "results/extension/eval/finetune/rope/plain/s1/seed0.json"
     base = [target, control, "--cores", "1", "--configfile", "config/test.yaml"]
-    snakemake(work, *base)
     assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
 
     # The control ran the methods' recipe, unscaled at s = 1, and is scored at L_train too.
@@ -618,8 +618,8 @@ def test_changing_evaluation_never_fine_tunes_again(tmp_path):
     }
 
     def dry_run(name, override):
-        (work / name).write_text(yaml.safe_dump({"extension": override}))
-        return jobs(snakemake(work, *base, name, "-n").stdout)
+        (tmp_path / name).write_text(yaml.safe_dump({"extension": override}))
+        return jobs(snakemake(work, *base, str(tmp_path / name), "-n").stdout)
 
     longer = dict(test_cfg["finetune"], eval_multipliers=[2, 4, 8])
     assert dry_run("eval.yaml", {"finetune": longer}) == {"extension_evaluate"}

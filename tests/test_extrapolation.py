@@ -8,7 +8,7 @@ import re
 import pytest
 import torch
 import yaml
-from workflow_utils import ROOT, copy_workflow, snakemake
+from workflow_utils import ROOT, snakemake
 
 from posenc.analyses.extrapolation import compute, present
 from posenc.analyses.extrapolation.spec import SPEC
@@ -784,16 +784,16 @@ def jobs(output: str) -> set[str]:
     return set(re.findall(r"^rule (\w+):", output, flags=re.MULTILINE))
 
 
-def test_changing_evaluation_settings_never_retrains(tmp_path):
-    work = copy_workflow(tmp_path / "wf")
+def test_changing_evaluation_settings_never_retrains(run_copy, tmp_path):
+    # Dry-runs of a copy of the finished test run (the settings in files outside it).
+    work = run_copy
     target = "results/extrapolation/eval/lm/rope/seed0.json"
     base = [target, "--cores", "1", "--configfile", "config/test.yaml"]
-    snakemake(work, *base)
     assert jobs(snakemake(work, *base, "-n").stdout) == set()  # up to date
 
     def dry_run(name, override):
-        (work / name).write_text(yaml.safe_dump({"extrapolation": override}))
-        return jobs(snakemake(work, *base, name, "-n").stdout)
+        (tmp_path / name).write_text(yaml.safe_dump({"extrapolation": override}))
+        return jobs(snakemake(work, *base, str(tmp_path / name), "-n").stdout)
 
     test_cfg = yaml.safe_load((work / "config/test.yaml").read_text())["extrapolation"]
     longer = dict(test_cfg["lm"], eval=dict(test_cfg["lm"]["eval"], multipliers=[1, 2, 4, 8]))

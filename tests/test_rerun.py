@@ -13,13 +13,12 @@ from __future__ import annotations
 import json
 import re
 import shutil
-import subprocess
 from collections import defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
-from workflow_utils import snakemake, with_package
+from workflow_utils import copy_run, snakemake
 
 from posenc import codegraph
 
@@ -28,15 +27,9 @@ DRY = ("-n", "--configfile", "config/test.yaml")
 EDIT = "\n_posenc_test_edit = 1  # a change of meaning\n"
 
 
-def copy_run(test_run: Path, dest: Path) -> Path:
-    """A copy of the finished run (``cp -a``, as a user would) with its own ``posenc``."""
-    subprocess.run(["cp", "-a", str(test_run), str(dest)], check=True)
-    return with_package(dest)
-
-
-@pytest.fixture(scope="module")
-def copy(test_run, tmp_path_factory) -> Path:
-    return copy_run(test_run, tmp_path_factory.mktemp("rerun") / "run")
+@pytest.fixture
+def copy(run_copy) -> Path:
+    return run_copy
 
 
 def dry_run(folder: Path) -> dict[str, list[str]]:

@@ -29,6 +29,12 @@ def copy_workflow(dest: Path) -> Path:
     return with_package(dest)
 
 
+def copy_run(run: Path, dest: Path) -> Path:
+    """A copy of a finished run (``cp -a``, as a user would) with its own ``posenc``."""
+    subprocess.run(["cp", "-a", str(run), str(dest)], check=True)
+    return with_package(dest)
+
+
 def with_package(dest: Path) -> Path:
     """Give the copy at ``dest`` its own ``posenc``, laid out as a wheel installs it: a copy of
     the installed package with ``posenc/analyses`` the copy's own ``analyses/`` (a symlink).
