@@ -4,6 +4,8 @@
 #   make html     the same but for the PDF (results/report/index.html and what it shows)
 #   make quick    as make report, on the test config (config/test.yaml): about 2 min on 2 cores
 #   make test     set up .venv if needed, the system packages the tests need, and run them
+#   make engines  build the training and serving engines .venv does not carry, each in its own
+#                 interpreter .engines/<name>/ from engines/<name>.txt (posenc model --engines)
 # Ctrl-C stops a run with one line; the same command resumes it (finished jobs are kept).
 # System packages (python -m posenc.sysdeps): installed with apt when run as root, otherwise
 # the command that installs them is printed and the tests that need them skip by name.
@@ -17,7 +19,7 @@ CORES ?= all
 SNAKEMAKE = $(BIN)/python -m posenc.interrupt "make $@" $(BIN)/snakemake --cores $(CORES) \
 	--rerun-incomplete
 
-.PHONY: report html quick test setup system-deps clean
+.PHONY: report html quick test setup system-deps engines clean
 
 setup: $(VENV)/.installed
 
@@ -49,6 +51,10 @@ quick: setup
 
 test: system-deps
 	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/pytest $(PYTEST_ARGS)
+
+# ENGINES="vllm sglang" builds those alone; a folder whose files did not change is kept.
+engines: setup
+	$(BIN)/python -m posenc.engines.build $(ENGINES)
 
 clean:
 	rm -rf results/* .snakemake

@@ -211,7 +211,14 @@ def test_the_config_names_zoo_models_and_editing_one_reruns_the_section(tmp_path
     assert "shipped.models" in problem and "'no-such-model'" in problem
     config = {"shipped": {**cfg, "models": ["llama-3.1-8b", "bloom-560m"]}}
     digests = spec.data(config)
-    assert list(digests) == ["llama-3.1-8b.json", "bloom-560m.json"]  # as the config names them
+    files = [k for k in digests if k.endswith(".json")]
+    assert files == ["llama-3.1-8b.json", "bloom-560m.json"]  # as the config names them
+    # and each engine the section runs, by its version: installing another reruns it.
+    from posenc.engines import installed, version_of
+
+    assert {k: v for k, v in digests.items() if k not in files} == {
+        f"engine {name}": version_of(name) for name in installed()
+    }
     monkeypatch.chdir(tmp_path)  # where the run is does not enter the digests
     assert spec.data(config) == digests
     zoo = tmp_path / "zoo"

@@ -167,10 +167,12 @@ def requirement(text: str) -> tuple[str, str, str]:
 
 
 def test_requirements_txt_locks_what_pyproject_declares():
-    """Every package pyproject.toml declares, runtime or dev, is pinned in requirements.txt at
-    its lower bound, and nothing else is: the lock and the declaration cannot drift apart."""
+    """Every package pyproject.toml declares, runtime, engines or dev, is pinned in
+    requirements.txt at its lower bound, and nothing else is: the lock and the declaration
+    cannot drift apart."""
     declared = [requirement(r) for r in PROJECT["dependencies"]]
-    declared += [requirement(r) for r in PROJECT["optional-dependencies"]["dev"]]
+    for extra in ("engines", "dev"):
+        declared += [requirement(r) for r in PROJECT["optional-dependencies"][extra]]
     lines = (ROOT / "requirements.txt").read_text().splitlines()
     locked = [requirement(ln.split("#")[0]) for ln in lines if ln.split("#")[0].strip()]
     assert {(n, v) for n, _, v in declared} == {(n, v) for n, _, v in locked}

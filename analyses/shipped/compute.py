@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import json
 
-from posenc.analyses.shipped.spec import zoo_files
+from posenc.analyses.shipped.spec import engine_names, zoo_files
 from posenc.analysis import Context, Measurements
+from posenc.engines import ENGINES
+from posenc.engines.check import engine_checks
 from posenc.shipped.model import measure, measure_settings
 from posenc.shipped.precision import PATHS
 from posenc.workflow import Timer
@@ -119,19 +121,90 @@ def evidence_of(models: list[dict]) -> dict:
     return ev
 
 
+ENGINE_COLUMNS = (
+    "engine",
+    "version",
+    "model",
+    "layer_type",
+    "status",
+    "freq_ulps_transformers",
+    "freq_ulps_formula",
+    "attention_factor",
+    "transformers_factor",
+    "factor_ulps",
+    "angle_rad_transformers",
+    "angle_rad_formula",
+    "forward_matches_tables",
+    "confirmed",
+    "agrees",
+    "differences",
+    "reason",
+    "source",
+    "how",
+)
+
+
+def engine_rows(checks: dict[str, dict]) -> list[dict]:
+    """One row per engine, model and layer type (or per engine and model it could not run)."""
+    out = []
+    for engines in checks.values():
+        for block in engines.values():
+            for r in block["rows"]:
+                row = {k: r.get(k) for k in ENGINE_COLUMNS}
+                row["differences"] = "; ".join(r.get("differences") or [])
+                out.append(row)
+    return out
+
+
+def engine_evidence(checks: dict[str, dict]) -> dict[str, dict]:
+    """Per "engine on model" the engine could express: the worst frequency and attention-factor
+    difference from transformers (float32 ulps), the worst angle difference at the context
+    (rad), and whether its forward turns the pairs by its tables' angles (the second reading
+    that must hold before a difference is the engine's)."""
+    ev: dict[str, dict] = {
+        "engine_frequency_ulps": {},
+        "engine_angle_rad": {},
+        "engine_forward_confirms": {},
+        "engine_not_expressed": {},
+    }
+    for model, engines in checks.items():
+        for engine, block in engines.items():
+            key = f"{engine} on {model}"
+            ok = [r for r in block["rows"] if r["status"] == "ok"]
+            if not ok:
+                ev["engine_not_expressed"][key] = block["status"]
+                continue
+            ulps = [r.get(k) for r in ok for k in ("freq_ulps_transformers", "factor_ulps")]
+            if any(u is not None for u in ulps):
+                ev["engine_frequency_ulps"][key] = _worst(ulps)
+            angles = [r.get("angle_rad_transformers") for r in ok]
+            if any(a is not None for a in angles):
+                ev["engine_angle_rad"][key] = _worst(angles)
+            ev["engine_forward_confirms"][key] = all(
+                r["forward_matches_tables"] is True for r in ok
+            )
+    return ev
+
+
 def compute(ctx: Context) -> Measurements:
     cfg = ctx.cfg
     settings = measure_settings(cfg, ctx.seed)
-    models, rows = [], {}
+    models, rows, entries = [], {}, []
     with Timer() as timer:
         for path in zoo_files(cfg["models"]):
             entry = json.loads(path.read_text())
             m = measure(entry, path.stem, settings, where=f"posenc/zoo/{path.name}")
             models.append(m)
+            entries.append((entry, path.stem, m["context"]))
             for name, rs in rows_of(m).items():
                 rows.setdefault(name, []).extend(rs)
             if ctx.log:
                 ctx.log.info("%s measured", path.stem)
+        engines = engine_names(cfg)
+        checks = engine_checks(entries, engines, settings, cfg["thresholds"]) if engines else {}
+        rows["engines"] = engine_rows(checks)
+        if ctx.log and engines:
+            ctx.log.info("engines run: %s", ", ".join(engines))
     summary = {
         "models": [
             {
@@ -158,10 +231,19 @@ def compute(ctx: Context) -> Measurements:
         "per_octave": cfg["per_octave"],
         "window": cfg["window"],
         "jumps": rows.get("jumps", []),
+        "engines": {
+            engine: {
+                "title": ENGINES[engine].title,
+                "version": next(
+                    (b[engine]["version"] for b in checks.values() if engine in b), None
+                ),
+            }
+            for engine in engines
+        },
     }
     return Measurements(
         rows=rows,
-        evidence=evidence_of(models),
+        evidence=evidence_of(models) | engine_evidence(checks),
         summary=summary,
         timing={"seconds": timer.seconds},
     )

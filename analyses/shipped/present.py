@@ -259,3 +259,45 @@ def table_jumps(m: Measurements, ctx: Context):
         )
         rows.append((r["model"], r["layer_type"], r["kind"], measured))
     return columns, rows
+
+
+def table_engines(m: Measurements, ctx: Context):
+    columns = (
+        "model",
+        "engine",
+        "version",
+        "layer type",
+        "inv_freq vs tf (ulps)",
+        "angle vs tf (rad)",
+        "attention factor (tf)",
+        "forward = tables",
+        "verdict",
+    )
+    rows = []
+    for r in m.rows.get("engines", []):
+        if r["status"] != "ok":
+            verdict = f"{r['status'].replace('_', ' ')}: {r['reason']}"
+        elif r["agrees"]:
+            verdict = "agrees"
+        elif r["differences"]:
+            kind = "differs" if r["confirmed"] else "differs, not confirmed by its forward"
+            verdict = f"{kind}: {r['differences']} ({r['source']})"
+        else:
+            verdict = "no angles to compare"
+        factor = _fmt(r.get("attention_factor"), 6)
+        if r.get("transformers_factor") is not None:
+            factor = f"{factor} ({_fmt(r['transformers_factor'], 6)})"
+        rows.append(
+            (
+                r["model"],
+                r["engine"],
+                r.get("version") or NA,
+                r.get("layer_type") or NA,
+                _fmt(r.get("freq_ulps_transformers")),
+                _fmt(r.get("angle_rad_transformers")),
+                factor,
+                {True: "yes", False: "no", None: NA}[r.get("forward_matches_tables")],
+                verdict,
+            )
+        )
+    return columns, rows

@@ -49,12 +49,27 @@ def zoo_files(models: list[str] | str) -> list[Path]:
     return [by_stem[m] for m in models if m in by_stem]
 
 
+def engine_names(cfg: dict) -> list[str]:
+    """The engines the section runs: ``installed`` (those in posenc's own environment), or
+    the config's list, each checked installed (:func:`posenc.engines.resolve`)."""
+    from posenc.engines import installed, resolve
+
+    asked = cfg.get("engines", "installed")
+    return installed() if asked == "installed" else resolve(asked)
+
+
 def data(config: dict) -> dict[str, str]:
-    """A digest of each zoo file the section reads, by name: editing one reruns the section,
-    wherever the run is (the zoo ships with the package, so it is not a rule input)."""
-    return {
+    """A digest of each zoo file the section reads, by name, and each engine's version:
+    editing a file or installing another engine reruns the section, wherever the run is (the
+    zoo ships with the package, so it is not a rule input; the engines are installed)."""
+    from posenc.engines import version_of
+
+    digests = {
         f.name: hashlib.sha256(f.read_bytes()).hexdigest()
         for f in zoo_files(config["shipped"]["models"])
+    }
+    return digests | {
+        f"engine {name}": version_of(name) for name in engine_names(config["shipped"])
     }
 
 
@@ -67,6 +82,12 @@ def check_config(config: dict) -> list[str]:
         problems.append(
             f"config key shipped.window = {cfg['window']} must be < shipped.exact_max_positions"
         )
+    from posenc.engines import EngineError
+
+    try:
+        engine_names(cfg)
+    except EngineError as error:
+        problems.append(f"config key shipped.engines: {error}")
     known = sorted(f.stem for f in ZOO.glob("*.json"))
     unknown = [m for m in cfg["models"] if m not in known] if cfg["models"] != "all" else []
     if unknown:
@@ -81,7 +102,7 @@ SPEC = AnalysisSpec(
     id="shipped",
     title="Positional code as open models ship it",
     properties_of="the configurations open models ship",
-    csvs=("frequencies", "precision", "curve", "spectrum", "distinct", "jumps"),
+    csvs=("frequencies", "precision", "curve", "spectrum", "distinct", "jumps", "engines"),
     figures={
         "spectrum": Figure(
             "Wavelength 2π/ω of each rotated pair over the model's advertised context (log "
@@ -124,6 +145,15 @@ SPEC = AnalysisSpec(
             placement="appendix",
         ),
         "jumps": Table("Discontinuities the configs carry.", csv="jumps", placement="appendix"),
+        "engines": Table(
+            "Model × engine: each training or serving engine's own rotary code, built from the "
+            "model's config as that engine builds it (CPU, no weights), against transformers at "
+            "the model's context: the largest inverse-frequency and attention-factor "
+            "difference (float32 ulps), the largest angle difference at the sampled positions "
+            "(rad, modulo a turn), whether the engine's forward turns unit vectors by the "
+            "angles its tables hold, and each difference with the engine's source.",
+            csv="engines",
+        ),
     },
     claims=(
         Claim(
@@ -196,6 +226,68 @@ SPEC = AnalysisSpec(
                 ),
             ),
             references=("ding2024",),
+        ),
+        Claim(
+            "shipped.engines_agree_frequencies",
+            "Every training and serving engine that can express a zoo config computes its "
+            "inverse frequencies and attention factor within the agreement threshold of "
+            "transformers' (float32 ulps).",
+            kind="software",
+            requires=(
+                Check(
+                    "engine_forward_confirms",
+                    value=True,
+                    label="the engine's forward turns unit vectors by its tables' angles",
+                ),
+            ),
+            checks=(
+                Check(
+                    "engine_frequency_ulps",
+                    "<=",
+                    "agree_ulps",
+                    label="largest inv_freq or attention-factor difference from transformers, "
+                    "float32 ulps",
+                ),
+            ),
+            references=(
+                "su2021",
+                "wolf2020",
+                "kwon2023",
+                "zheng2024",
+                "liang2024",
+                "groeneveld2024",
+                "shoeybi2019",
+            ),
+        ),
+        Claim(
+            "shipped.engines_agree_angles",
+            "Every training and serving engine that can express a zoo config applies angles "
+            "within the angle threshold of transformers' at the model's advertised context.",
+            kind="software",
+            requires=(
+                Check(
+                    "engine_forward_confirms",
+                    value=True,
+                    label="the engine's forward turns unit vectors by its tables' angles",
+                ),
+            ),
+            checks=(
+                Check(
+                    "engine_angle_rad",
+                    "<=",
+                    "angle_rad",
+                    label="largest angle difference from transformers at the context (rad)",
+                ),
+            ),
+            references=(
+                "su2021",
+                "wolf2020",
+                "kwon2023",
+                "zheng2024",
+                "liang2024",
+                "groeneveld2024",
+                "shoeybi2019",
+            ),
         ),
         Claim(
             "shipped.yarn_truncate_negligible",

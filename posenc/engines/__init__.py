@@ -1,0 +1,147 @@
+"""Training and serving engines: the rotary code of vLLM, SGLang, torchtitan, torchtune, litgpt,
+OLMo-core, Megatron-Core and KerasHub, run on a config with no weights, each in its own
+interpreter (``runners/``), and held against transformers and the float64 formula
+(:mod:`posenc.engines.compare`).
+
+The names are a contract (``posenc model --engines``, ``model.json``'s ``engines`` object, the
+config's ``shipped.engines``). An engine is *installed* where its interpreter can import it:
+``.venv`` itself for the engines the project's lock carries (its ``engines`` extra), or
+``.engines/<name>/`` as ``make engines`` builds it from ``engines/<name>.txt``.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class Engine:
+    name: str  # the contract's name
+    distribution: str  # its package on PyPI
+    title: str  # as its own documentation names it
+
+    @property
+    def runner(self) -> Path:
+        return Path(__file__).parent / "runners" / f"run_{self.name.replace('-', '_')}.py"
+
+
+ENGINES = {
+    e.name: e
+    for e in (
+        Engine("vllm", "vllm", "vLLM"),
+        Engine("sglang", "sglang", "SGLang"),
+        Engine("torchtitan", "torchtitan", "torchtitan"),
+        Engine("torchtune", "torchtune", "torchtune"),
+        Engine("litgpt", "litgpt", "LitGPT"),
+        Engine("olmo-core", "ai2-olmo-core", "OLMo-core"),
+        Engine("megatron-core", "megatron-core", "Megatron-Core"),
+        Engine("keras-hub", "keras-hub", "KerasHub"),
+    )
+}
+
+
+class EngineError(ValueError):
+    """An engine asked for that is unknown or not installed: the message is the one line."""
+
+
+def engines_dir() -> Path:
+    """Where ``make engines`` builds the engines' own interpreters: ``.engines`` in the project
+    (the working directory a run starts in), or ``$POSENC_ENGINES``."""
+    return Path(os.environ.get("POSENC_ENGINES") or Path.cwd() / ".engines").resolve()
+
+
+def in_venv(name: str) -> bool:
+    """Whether posenc's own interpreter has the engine (the lock's ``engines`` extra)."""
+    try:
+        importlib.metadata.version(ENGINES[name].distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def interpreter(name: str) -> Path | None:
+    """The Python that runs the engine's code, or None where it is not installed."""
+    if in_venv(name):
+        return Path(sys.executable)
+    own = engines_dir() / name / "bin" / "python"
+    return own if own.is_file() else None
+
+
+def version_of(name: str) -> str | None:
+    """The engine's installed version (posenc's interpreter's, or its own folder's), read from
+    its package metadata without importing it; None where it is not installed."""
+    dist = ENGINES[name].distribution
+    if in_venv(name):
+        return importlib.metadata.version(dist)
+    for site in sorted((engines_dir() / name).glob("lib/python*/site-packages")):
+        for found in importlib.metadata.distributions(name=dist, path=[str(site)]):
+            return found.version
+    return None
+
+
+def installed() -> list[str]:
+    """The engines this interpreter carries, in the contract's order: the default set."""
+    return [name for name in ENGINES if in_venv(name)]
+
+
+def resolve(asked: list[str] | str) -> list[str]:
+    """The engines ``asked`` names (``all``: every one), checked: an unknown name, or one not
+    installed, raises :class:`EngineError` naming the ``make`` target that installs it."""
+    names = list(ENGINES) if asked == "all" or asked == ["all"] else list(asked)
+    unknown = [n for n in names if n not in ENGINES]
+    if unknown:
+        raise EngineError(
+            f"unknown engine {', '.join(map(repr, unknown))}: the engines are {', '.join(ENGINES)}"
+        )
+    if asked == "all" or asked == ["all"]:
+        return names
+    missing = [n for n in names if interpreter(n) is None]
+    if missing:
+        raise EngineError(
+            f"engine {', '.join(missing)} not installed: run `make engines` (it builds "
+            f"{', '.join(f'.engines/{n}' for n in missing)} from engines/<name>.txt)"
+        )
+    return names
+
+
+def run(name: str, models: list[dict], timeout: float = 900) -> dict:
+    """The engine's answer to a request for ``models`` (see ``runners/_protocol.py``), run in
+    its own interpreter. An engine that is not installed, or whose runner fails outright,
+    answers every model with status ``unavailable`` and the reason."""
+    python = interpreter(name)
+    if python is None:
+        return _unavailable(name, models, "not installed here (make engines builds it)")
+    with tempfile.TemporaryDirectory() as tmp:
+        answer = Path(tmp) / "answer.json"
+        env = dict(os.environ, KERAS_BACKEND="torch", PYTHONNOUSERSITE="1")
+        env.pop("PYTHONPATH", None)  # the engine's own interpreter, never posenc's copy
+        proc = subprocess.run(
+            [str(python), str(ENGINES[name].runner), str(answer)],
+            input=json.dumps({"engine": name, "models": models}),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            cwd=tmp,
+        )
+        if proc.returncode != 0 or not answer.is_file():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            return _unavailable(name, models, f"its runner failed: {last}")
+        return json.loads(answer.read_text())
+
+
+def _unavailable(name: str, models: list[dict], why: str) -> dict:
+    return {
+        "engine": name,
+        "version": None,
+        "models": {
+            m["name"]: {"status": "unavailable", "reason": why, "layers": {}} for m in models
+        },
+    }
