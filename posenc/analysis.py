@@ -337,6 +337,7 @@ READING_ORDER = (
     "aliasing",
     "complexity",
     "extrapolation",
+    "tasks",
     "extension",
     "conformance",
     "shipped",

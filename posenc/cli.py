@@ -82,7 +82,16 @@ def named_encodings(config: dict) -> dict[str, list[str]]:
     for section, value in config.items():
         if section != "encodings":
             walk(value, section)
-    return found
+    # A card's tasks train all of its encodings (card_config), whatever the config lists.
+    return {
+        name: kept
+        for name, keys in found.items()
+        if (kept := [k for k in keys if k not in CARD_ALL])
+    }
+
+
+# Section keys a card sets to all of its encodings: its plugin's encodings are what it is for.
+CARD_ALL = ("tasks.encodings",)
 
 
 def card_config(
@@ -106,7 +115,12 @@ def card_config(
         if name not in baselines and name not in mine and name in known
     }
     encodings = list(dict.fromkeys([*mine, *baselines, *needed]))
-    return {"plugins": [str(p) for p in plugin_paths], "encodings": encodings}, mine, needed
+    overrides: dict = {"plugins": [str(p) for p in plugin_paths], "encodings": encodings}
+    for key in CARD_ALL:
+        section, name = key.split(".")
+        if section in base:
+            overrides[section] = {name: "all"}
+    return overrides, mine, needed
 
 
 def added_lines(added: dict[str, list[str]], config: str) -> list[str]:
@@ -239,6 +253,7 @@ def model(args: argparse.Namespace) -> int:
     from posenc.shipped.reading import ModelError, model_name, read_config_file, validate
 
     contexts = parse_contexts(args.context)
+    engines = asked_engines(args.engines)
     out = Path(args.out)
     blocking = next((p for p in (out, *out.parents) if p.exists() and not p.is_dir()), None)
     if blocking is not None:
@@ -278,6 +293,17 @@ def model(args: argparse.Namespace) -> int:
                 f"{given}: transformers or posenc could not measure it "
                 f"({type(error).__name__}: {first}); please report this config"
             ) from None
+    if engines:
+        from posenc.engines.check import engine_checks
+
+        checks = engine_checks(
+            [(entry, m["model"], m["context"]) for (_, entry), m in zip(entries, measured)],
+            engines,
+            settings,
+            shipped_config()["thresholds"],
+        )
+        for m in measured:
+            m["engines"] = checks.get(m["model"], {})
     try:
         pages = write_pages(measured, folders, warnings, settings)
     except OSError as error:
@@ -303,6 +329,19 @@ def model(args: argparse.Namespace) -> int:
             )
             return 1
     return 0
+
+
+def asked_engines(asked: list[str] | None) -> list[str]:
+    """--engines' names, checked before anything is read (``all``: every engine, those not
+    installed shown as such; a name not installed is refused, naming ``make engines``)."""
+    if not asked:
+        return []
+    from posenc.engines import EngineError, resolve
+
+    try:
+        return resolve("all" if "all" in asked else asked)
+    except EngineError as error:
+        raise CardError(f"--engines: {error}") from None
 
 
 @functools.cache
@@ -465,6 +504,15 @@ def parser() -> argparse.ArgumentParser:
         metavar="N",
         help="measure at N positions, the context you serve; repeat for several (default: the "
         "file's advertised_context key where it has one, else its max_position_embeddings)",
+    )
+    mo.add_argument(
+        "--engines",
+        nargs="+",
+        metavar="NAME",
+        help="also run these training and serving engines' own rotary code on each config and "
+        "compare it with transformers' (vllm, sglang, torchtitan, torchtune, litgpt, "
+        "olmo-core, megatron-core, keras-hub, or all); those not in .venv are built by "
+        "`make engines`",
     )
     mo.add_argument(
         "--strict",

@@ -37,4 +37,8 @@ EXT_EVALUATION = "results/extension/eval/finetune/{encoding}/{method}/s{scale}/s
 EXT_STRETCH = "results/extension/eval/stretch/{encoding}/seed{seed}.json"
 
 # The report's page, which `posenc card` names when it is done.
+# The tasks study: one job per (task, model) trains and evaluates all its seeds.
+TASK_RUN = "results/tasks/runs/{task}/{model}.json"
+TASK_TIMING = "results/tasks/runs/{task}/{model}.timing.json"
+
 REPORT_PAGE = "results/report/index.html"
