@@ -195,3 +195,34 @@ def test_every_engine_has_a_runner_that_imports_nothing_of_posenc():
         assert engine.runner.is_file(), engine.name
         text = engine.runner.read_text()
         assert "import posenc" not in text and "from posenc" not in text, engine.name
+
+
+def test_a_listed_engine_that_is_not_built_stops_the_run_before_any_job(tmp_path, monkeypatch):
+    from posenc.analyses.shipped import spec
+
+    monkeypatch.setenv("POSENC_ENGINES", str(tmp_path))  # nothing built here
+    missing = next((n for n in ENGINES if not engines.in_venv(n)), None)
+    cfg = {"models": ["llama-3.1-8b"], "window": 8, "exact_max_positions": 64}
+    assert spec.check_config({"shipped": cfg | {"engines": "installed"}}) == []
+    (problem,) = spec.check_config({"shipped": cfg | {"engines": [missing]}})
+    assert problem == (
+        f"config key shipped.engines: engine {missing} not installed: run `make engines` "
+        f"(it builds .engines/{missing} from engines/<name>.txt)"
+    )
+
+
+@pytest.mark.skipif(not engines.in_venv("megatron-core"), reason="megatron-core not in .venv")
+def test_posenc_model_writes_the_engines_object_keyed_by_engine(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "posenc.cli", "model", str(ZOO / "llama-3.2-1b.json"),
+         "--engines", "megatron-core", "--out", str(tmp_path)],
+        capture_output=True, text=True,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    m = json.loads((tmp_path / "llama-3.2-1b/model.json").read_text())
+    block = m["engines"]["megatron-core"]
+    assert block["version"] == engines.version_of("megatron-core")
+    assert block["status"] == "ok" and block["agrees"] is True and block["differences"] == []
+    assert block["expressed"] == ["all layers"]
+    page = (tmp_path / "llama-3.2-1b/index.html").read_text()
+    assert "Training and serving engines" in page and "Megatron-Core" in page
