@@ -33,7 +33,9 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import _protocol  # noqa: E402
 from sglang.srt.layers.rotary_embedding import get_rope  # noqa: E402
+from sglang.srt.layers.rotary_embedding.base import LinearScalingRotaryEmbedding  # noqa: E402
 from sglang.srt.layers.rotary_embedding.rope_variant import (  # noqa: E402
+    DynamicNTKScalingRotaryEmbedding,
     Phi3LongRoPEScaledRotaryEmbedding,
 )
 from sglang.srt.layers.rotary_embedding.yarn import YaRNScalingRotaryEmbedding  # noqa: E402
@@ -150,8 +152,7 @@ def _rope_call(c, layer_type: str, notes: list) -> tuple[dict, str]:
                 "if rope_scaling is not None and getattr(",
                 "class LlamaDecoderLayer",
             )
-            + 
-            " copies a top-level original_max_position_embeddings)"
+            + " copies a top-level original_max_position_embeddings)"
         )
     elif model_type == "qwen2":
         # Qwen2DecoderLayer: get_rope_config gives (rope_theta, rope_parameters).
@@ -233,8 +234,11 @@ def _rope_call(c, layer_type: str, notes: list) -> tuple[dict, str]:
     return kwargs, where
 
 
-def _inv_freq(rope, long: bool) -> torch.Tensor:
-    """The frequencies the engine's own ``_compute_inv_freq`` gives (as its cache uses them)."""
+def _inv_freq(rope, long: bool) -> torch.Tensor | None:
+    """The frequencies the engine's own ``_compute_inv_freq`` gives (as its cache uses them);
+    None where the cache is built from something no method returns on its own."""
+    if isinstance(rope, (LinearScalingRotaryEmbedding, DynamicNTKScalingRotaryEmbedding)):
+        return None  # see the note added in measure()
     if isinstance(rope, Phi3LongRoPEScaledRotaryEmbedding):
         return rope._compute_inv_freq(rope.long_factor if long else rope.short_factor)
     if isinstance(rope, YaRNScalingRotaryEmbedding):
@@ -341,8 +345,15 @@ def measure(model: dict) -> dict:
                 "whose first prefill chunk ends before that length caches keys rotated with "
                 f"the short factors. For a run of length {context}: long factors={long}."
             )
+        if isinstance(rope, (LinearScalingRotaryEmbedding, DynamicNTKScalingRotaryEmbedding)):
+            notes.append(
+                "inv_freq null: SGLang's linear scaling divides positions by the factor and its "
+                "dynamic NTK scaling rescales the base inside _compute_cos_sin_cache, so neither "
+                "has a method returning the frequencies its cache uses; angles are its cache's."
+            )
+        inv_freq = _inv_freq(rope, long)
         layers[layer["name"]] = {
-            "inv_freq": _inv_freq(rope, long).double().tolist(),
+            "inv_freq": None if inv_freq is None else inv_freq.double().tolist(),
             "attention_factor": attention_factor,
             "angles": angles,
             "forward_angles": _protocol.forward_probe(rotate, model["positions"], pairs, layout),
