@@ -118,7 +118,8 @@ def _source_line(module: str, text: str, after: str = "") -> str:
 def _rope_call(c, layer_type: str, notes: list) -> tuple[dict, str]:
     """get_rope's arguments as the config's SGLang model file passes them."""
     model_type = c.model_type
-    if model_type in ("llama", "phi3"):  # Phi3ForCausalLM subclasses LlamaForCausalLM
+    # Phi3ForCausalLM and MistralForCausalLM (models/mistral.py) subclass LlamaForCausalLM.
+    if model_type in ("llama", "phi3", "mistral"):
         # LlamaDecoderLayer: rope_parameters is the scaling dict; a top-level
         # original_max_position_embeddings is copied into it (llama.py, "rope_scaling[").
         rope_parameters = getattr(c, "rope_parameters", None)

@@ -50,7 +50,9 @@ def _rope_calls(hf_config, layer_type: str) -> tuple[dict, str]:
 
     c = hf_config
     model_type = c.model_type
-    if model_type in ("llama", "phi3"):  # Phi3ForCausalLM subclasses LlamaForCausalLM
+    # Phi3ForCausalLM subclasses LlamaForCausalLM; MistralAttention (models/mistral.py)
+    # subclasses LlamaAttention, whose get_rope call it keeps.
+    if model_type in ("llama", "phi3", "mistral"):
         head_dim = getattr(c, "head_dim", None) or c.hidden_size // c.num_attention_heads
         kwargs = dict(
             head_size=head_dim,
