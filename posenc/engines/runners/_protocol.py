@@ -104,6 +104,17 @@ def forward_probe(rotate: Callable, positions, pairs: int, layout: str) -> list:
     return torch.atan2(b, a).tolist()
 
 
+def call_text(kwargs: dict) -> str:
+    """An engine call's keyword arguments for ``how``, long factor lists elided."""
+
+    def short(value):
+        if isinstance(value, dict):
+            return {k: "[…]" if isinstance(v, (list, tuple)) else v for k, v in value.items()}
+        return value
+
+    return ", ".join(f"{k}={short(v)!r}" for k, v in kwargs.items())
+
+
 def run(engine: str, version: str, measure: Callable[[dict], dict]) -> None:
     """Answer the request on stdin: ``measure(model)`` returns a model's ``layers`` dict, or
     raises :class:`CannotExpress`; any other exception is that model's ``error``."""

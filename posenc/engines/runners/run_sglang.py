@@ -360,7 +360,8 @@ def measure(model: dict) -> dict:
             "forward_angles": _protocol.forward_probe(rotate, model["positions"], pairs, layout),
             "source": _protocol.source_of(type(rope)),
             "how": (
-                f"get_rope({_args(kwargs)}) as {where} calls it, with hf_config from SGLang's "
+                f"get_rope({_protocol.call_text(kwargs)}) as {where} calls it, with hf_config "
+                "from SGLang's "
                 "get_config(<folder with the config.json>); cache extended to the context as "
                 f"{_source_line('sglang.srt.utils.common', 'def reserve_rope_cache_for_long')}"
                 " does for ModelRunner"
@@ -368,17 +369,6 @@ def measure(model: dict) -> dict:
             "notes": notes,
         }
     return layers
-
-
-def _args(kwargs: dict) -> str:
-    """get_rope's arguments for ``how``, long factor lists elided."""
-
-    def short(value):
-        if isinstance(value, dict):
-            return {k: "[…]" if isinstance(v, (list, tuple)) else v for k, v in value.items()}
-        return value
-
-    return ", ".join(f"{k}={short(v)!r}" for k, v in kwargs.items())
 
 
 if __name__ == "__main__":

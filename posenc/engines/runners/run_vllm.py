@@ -242,24 +242,14 @@ def measure(model: dict) -> dict:
                 ),
                 "source": _protocol.source_of(type(rope)),
                 "how": (
-                    f"get_rope({_args(kwargs)}) as {where} calls it, with hf_config from "
+                    f"get_rope({_protocol.call_text(kwargs)}) as {where} calls it, with "
+                    "hf_config from "
                     "vLLM's ModelConfig(model=<folder with the config.json>, "
                     "max_model_len=context)"
                 ),
                 "notes": notes,
             }
     return layers
-
-
-def _args(kwargs: dict) -> str:
-    """get_rope's arguments for ``how``, long factor lists elided."""
-
-    def short(value):
-        if isinstance(value, dict):
-            return {k: "[…]" if isinstance(v, (list, tuple)) else v for k, v in value.items()}
-        return value
-
-    return ", ".join(f"{k}={short(v)!r}" for k, v in kwargs.items())
 
 
 if __name__ == "__main__":
