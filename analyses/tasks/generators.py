@@ -244,6 +244,19 @@ def output_token(task: str, symbols: Tensor) -> Tensor:
     return symbols if t.shared_output else symbols + t.input_size
 
 
+def input_space(task: str, length: int) -> int:
+    """How many distinct inputs of ``length`` the task draws (each uniformly likely): every
+    string over its input alphabet, but for missing duplicate (a half string, one place of
+    its two copies blanked) and modular arithmetic (operands and operators alternating)."""
+    t = task_of(task)
+    n = t.input_length(length)
+    if task == "missing_duplicate_string":
+        return 1 if n == 1 else 2 ** (n // 2) * 2 * (n // 2)
+    if task == "modular_arithmetic":
+        return MODULUS ** ((n + 1) // 2) * len(OPERATORS) ** (n // 2)
+    return t.input_size**n
+
+
 def sequence_length(task: str, length: int) -> int:
     """Positions the model reads for a requested input ``length``: n + m."""
     t = task_of(task)

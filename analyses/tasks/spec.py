@@ -6,6 +6,7 @@ the workflow at parse time."""
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 
 import yaml
@@ -49,7 +50,7 @@ def models_of(config: dict) -> list[str]:
 
 def in_published(config: dict, encoding: str) -> bool:
     """Whether Ruoss et al. trained the encoding (their names mapped to the registry's)."""
-    return encoding in set(published().get("encodings", {}).values())
+    return encoding in set(published()["encoding_map"].values())
 
 
 def seeds_of(config: dict, model: str) -> list[int]:
@@ -91,7 +92,7 @@ def check_config(config: dict) -> list[str]:
     cfg = config.get("tasks")
     if not cfg:
         return []
-    from posenc.analyses.tasks.generators import TASKS, sequence_length
+    from posenc.analyses.tasks.generators import TASKS, input_space, sequence_length
 
     problems = []
     unknown = [t for t in cfg["tasks"] if t not in TASKS]
@@ -111,6 +112,18 @@ def check_config(config: dict) -> list[str]:
             f"config key tasks.absent_seeds = {cfg['absent_seeds']}: more than the "
             f"{len(cfg['seeds'])} seeds of tasks.seeds"
         )
+    if not unknown:
+        # At N, the test scores sequences training never drew: there must be enough of them.
+        n, train = cfg["train_length"], cfg["train"]
+        drawn = train["steps"] * train["batch_size"] / n  # draws at length N, in expectation
+        for task in cfg["tasks"]:
+            space = input_space(task, n)
+            if space * math.exp(-drawn / space) < 4 * cfg["test_sequences"]:
+                problems.append(
+                    f"config key tasks.train_length = {n}: {task} has {space} inputs of length "
+                    f"{n} and training draws about {drawn:.0f} there, too few left unseen for "
+                    f"tasks.test_sequences = {cfg['test_sequences']}: raise tasks.train_length"
+                )
     if not unknown and randomized_of(config):
         longest = max(
             sequence_length(t, cfg["train_length"] * max(multipliers)) for t in cfg["tasks"]
