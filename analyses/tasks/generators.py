@@ -36,6 +36,13 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
+from posenc.analyses.tasks.catalogue import (  # noqa: F401 -- sequence_length, input_space: re-exported
+    MODULUS,
+    SHAPES,
+    input_length,
+    input_space,
+    sequence_length,
+)
 from posenc.batches import IGNORE
 
 _SOURCE = "google-deepmind/randomized_positional_encodings@e8c6474"
@@ -60,7 +67,7 @@ class Task:
 
     def input_length(self, length: int) -> int:
         """The input length n the task actually draws for a requested ``length``."""
-        return length - 1 if self.name == "modular_arithmetic" and length % 2 == 0 else length
+        return input_length(self.name, length)
 
 
 def _bits(generator: torch.Generator, batch_size: int, length: int, size: int = 2) -> Tensor:
@@ -94,7 +101,6 @@ def _cycle_navigation(generator, batch_size, length):
     return x, _one((x - 1).sum(1) % 5)
 
 
-MODULUS = 5  # their experiments/constants.py: ModularArithmetic(modulus=5)
 PLUS, MINUS, TIMES = MODULUS + 0, MODULUS + 1, MODULUS + 2  # OP_BY_CHARACTER: + 0, - 1, * 2
 BLANK = MODULUS + 3  # '_': in the input alphabet, never drawn
 OPERATORS = (PLUS, TIMES, MINUS)  # their default ('+', '*', '-'), drawn uniformly
@@ -190,36 +196,42 @@ def _missing_duplicate_string(generator, batch_size, length):
     return torch.cat([doubled, pad], 1), _one(answer)
 
 
-def _one_answer(n: int) -> int:
-    return 1
-
-
+SOURCES = {  # file: Class.method of the cited code, and the function drawing from it
+    "even_pairs": ("tasks/regular/even_pairs.py: EvenPairs.sample_batch", _even_pairs),
+    "parity_check": ("tasks/regular/parity_check.py: ParityCheck.sample_batch", _parity_check),
+    "cycle_navigation": (
+        "tasks/regular/cycle_navigation.py: CycleNavigation.sample_batch",
+        _cycle_navigation,
+    ),
+    "modular_arithmetic": (
+        "tasks/regular/modular_arithmetic.py: ModularArithmetic.sample_batch",
+        _modular_arithmetic,
+    ),
+    "reverse_string": ("tasks/dcf/reverse_string.py: ReverseString.sample_batch", _reverse_string),
+    "duplicate_string": (
+        "tasks/cs/duplicate_string.py: DuplicateString.sample_batch",
+        _duplicate_string,
+    ),
+    "odds_first": ("tasks/cs/odds_first.py: OddsFirst.sample_batch", _odds_first),
+    "bucket_sort": ("tasks/cs/bucket_sort.py: BucketSort.sample_batch", _bucket_sort),
+    "missing_duplicate_string": (
+        "tasks/cs/missing_duplicate_string.py: MissingDuplicateString.sample_batch",
+        _missing_duplicate_string,
+    ),
+}
 TASKS: dict[str, Task] = {
-    t.name: t
-    for t in [
-        Task("even_pairs", "tasks/regular/even_pairs.py: EvenPairs.sample_batch",
-             "regular", 2, 2, False, _one_answer, _even_pairs),
-        Task("parity_check", "tasks/regular/parity_check.py: ParityCheck.sample_batch",
-             "regular", 2, 2, False, _one_answer, _parity_check),
-        Task("cycle_navigation",
-             "tasks/regular/cycle_navigation.py: CycleNavigation.sample_batch",
-             "regular", 3, 5, False, _one_answer, _cycle_navigation),
-        Task("modular_arithmetic",
-             "tasks/regular/modular_arithmetic.py: ModularArithmetic.sample_batch",
-             "regular", MODULUS + 4, MODULUS, True, _one_answer, _modular_arithmetic),
-        Task("reverse_string", "tasks/dcf/reverse_string.py: ReverseString.sample_batch",
-             "dcf", 2, 2, True, lambda n: n, _reverse_string),
-        Task("duplicate_string", "tasks/cs/duplicate_string.py: DuplicateString.sample_batch",
-             "cs", 2, 2, True, lambda n: 2 * n, _duplicate_string),
-        Task("odds_first", "tasks/cs/odds_first.py: OddsFirst.sample_batch",
-             "cs", 2, 2, True, lambda n: n, _odds_first),
-        Task("bucket_sort", "tasks/cs/bucket_sort.py: BucketSort.sample_batch",
-             "cs", 5, 5, True, lambda n: n, _bucket_sort),
-        Task("missing_duplicate_string",
-             "tasks/cs/missing_duplicate_string.py: MissingDuplicateString.sample_batch",
-             "cs", 4, 2, True, _one_answer, _missing_duplicate_string),
-    ]
-}  # fmt: skip
+    name: Task(
+        name,
+        source,
+        SHAPES[name].level,
+        SHAPES[name].input_size,
+        SHAPES[name].output_size,
+        SHAPES[name].shared_output,
+        SHAPES[name].output_length,
+        draw,
+    )
+    for name, (source, draw) in SOURCES.items()
+}
 
 
 def task_of(name: str) -> Task:
@@ -242,26 +254,6 @@ def output_token(task: str, symbols: Tensor) -> Tensor:
     """Token ids of answer symbols."""
     t = task_of(task)
     return symbols if t.shared_output else symbols + t.input_size
-
-
-def input_space(task: str, length: int) -> int:
-    """How many distinct inputs of ``length`` the task draws (each uniformly likely): every
-    string over its input alphabet, but for missing duplicate (a half string, one place of
-    its two copies blanked) and modular arithmetic (operands and operators alternating)."""
-    t = task_of(task)
-    n = t.input_length(length)
-    if task == "missing_duplicate_string":
-        return 1 if n == 1 else 2 ** (n // 2) * 2 * (n // 2)
-    if task == "modular_arithmetic":
-        return MODULUS ** ((n + 1) // 2) * len(OPERATORS) ** (n // 2)
-    return t.input_size**n
-
-
-def sequence_length(task: str, length: int) -> int:
-    """Positions the model reads for a requested input ``length``: n + m."""
-    t = task_of(task)
-    n = t.input_length(length)
-    return n + t.output_length(n)
 
 
 def batch(

@@ -16,6 +16,8 @@ from posenc.analyses.tasks.claims import CLAIMS
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.variants import model_name, split_model
 
+# As training.MAX_DRAWS (torch-free here): fresh draws allowed per test batch at N.
+MAX_DRAWS = 20
 PUBLISHED = Path(__file__).resolve().parent / "published.yaml"
 
 
@@ -92,14 +94,14 @@ def check_config(config: dict) -> list[str]:
     cfg = config.get("tasks")
     if not cfg:
         return []
-    from posenc.analyses.tasks.generators import TASKS, input_space, sequence_length
+    from posenc.analyses.tasks.catalogue import SHAPES, input_space, sequence_length
 
     problems = []
-    unknown = [t for t in cfg["tasks"] if t not in TASKS]
+    unknown = [t for t in cfg["tasks"] if t not in SHAPES]
     if unknown:
         problems.append(
             f"config key tasks.tasks: {', '.join(map(repr, unknown))} not a task "
-            f"({', '.join(sorted(TASKS))})"
+            f"({', '.join(sorted(SHAPES))})"
         )
     multipliers = cfg["test_multipliers"]
     if 1 not in multipliers or max(multipliers) < 8:
@@ -118,7 +120,8 @@ def check_config(config: dict) -> list[str]:
         drawn = train["steps"] * train["batch_size"] / n  # draws at length N, in expectation
         for task in cfg["tasks"]:
             space = input_space(task, n)
-            if space * math.exp(-drawn / space) < 4 * cfg["test_sequences"]:
+            unseen = math.exp(-drawn / space)  # the share of inputs training never drew
+            if space * unseen < cfg["test_sequences"] or unseen < 2 / MAX_DRAWS:
                 problems.append(
                     f"config key tasks.train_length = {n}: {task} has {space} inputs of length "
                     f"{n} and training draws about {drawn:.0f} there, too few left unseen for "

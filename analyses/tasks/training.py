@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from posenc.analyses.tasks import generators
+from posenc.analyses.tasks.spec import MAX_DRAWS  # the config check's bound
 from posenc.batches import RandomizedPositions
 from posenc.train import TrainConfig, build_model, train
 from posenc.variants import split_model
@@ -27,8 +28,6 @@ from posenc.variants import split_model
 # Test sequences are drawn from generators seeded apart from every training seed.
 TEST_SEED = 1_000_003
 POSITION_SEED = 2_000_003
-# Draws of fresh sequences allowed per batch needed, before the unseen ones are too few.
-MAX_DRAWS = 20
 
 
 def train_batches(task: str, n: int, max_position: int | None):
