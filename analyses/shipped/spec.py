@@ -229,9 +229,9 @@ SPEC = AnalysisSpec(
         ),
         Claim(
             "shipped.engines_agree_frequencies",
-            "Every training and serving engine that can express a zoo config computes its "
-            "inverse frequencies and attention factor within the agreement threshold of "
-            "transformers' (float32 ulps).",
+            "Every training or serving engine, on every zoo config its runner maps and its "
+            "code can express, computes inverse frequencies and an attention factor within "
+            "the agreement threshold of transformers' (float32 ulps).",
             kind="software",
             requires=(
                 Check(
@@ -261,8 +261,9 @@ SPEC = AnalysisSpec(
         ),
         Claim(
             "shipped.engines_agree_angles",
-            "Every training and serving engine that can express a zoo config applies angles "
-            "within the angle threshold of transformers' at the model's advertised context.",
+            "Every training or serving engine, on every zoo config its runner maps and its "
+            "code can express, applies angles within the angle threshold of transformers' at "
+            "the model's advertised context.",
             kind="software",
             requires=(
                 Check(

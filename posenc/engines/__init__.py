@@ -113,27 +113,47 @@ def resolve(asked: list[str] | str) -> list[str]:
 
 def run(name: str, models: list[dict], timeout: float = 900) -> dict:
     """The engine's answer to a request for ``models`` (see ``runners/_protocol.py``), run in
-    its own interpreter. An engine that is not installed, or whose runner fails outright,
-    answers every model with status ``unavailable`` and the reason."""
+    its own interpreter, all models in one process. Where that process dies (a model whose
+    tables do not fit in memory, say), each model is asked again in a process of its own, so
+    one model's failure is that model's alone. An engine that is not installed answers every
+    model with status ``unavailable``."""
     python = interpreter(name)
     if python is None:
         return _unavailable(name, models, "not installed here (make engines builds it)")
+    answer = _run_once(name, python, models, timeout)
+    if answer.get("version") is not None or len(models) == 1:
+        return answer
+    answers = [_run_once(name, python, [m], timeout) for m in models]
+    return {
+        **next((a for a in answers if a.get("version")), answers[0]),
+        "models": {k: v for a in answers for k, v in a["models"].items()},
+    }
+
+
+def _run_once(name: str, python: Path, models: list[dict], timeout: float) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         answer = Path(tmp) / "answer.json"
         env = dict(os.environ, KERAS_BACKEND="torch", PYTHONNOUSERSITE="1")
         env.pop("PYTHONPATH", None)  # the engine's own interpreter, never posenc's copy
-        proc = subprocess.run(
-            [str(python), str(ENGINES[name].runner), str(answer)],
-            input=json.dumps({"engine": name, "models": models}),
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            env=env,
-            cwd=tmp,
-        )
+        try:
+            proc = subprocess.run(
+                [str(python), str(ENGINES[name].runner), str(answer)],
+                input=json.dumps({"engine": name, "models": models}),
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+                env=env,
+                cwd=tmp,
+            )
+        except subprocess.TimeoutExpired:
+            return _unavailable(name, models, f"its runner took more than {timeout:.0f} s")
         if proc.returncode != 0 or not answer.is_file():
+            # Killed (out of memory: -9) or failed outright: its status says which.
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            return _unavailable(name, models, f"its runner failed: {last}")
+            why = f"exit status {proc.returncode}" + (
+                " (killed: out of memory?)" if proc.returncode in (-9, 137) else f": {last}"
+            )
+            return _unavailable(name, models, f"its runner failed, {why}")
         return json.loads(answer.read_text())
 
 

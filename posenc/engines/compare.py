@@ -9,8 +9,11 @@ forward's float32 product p·inv_freq, the inv_freq a run of that length uses
 (``posenc.shipped.model.at_context``: LongRoPE's long factors past L).
 
 A difference is *confirmed* when the engine's rotary forward, applied to unit vectors, turns
-each pair by the angles its tables gave (a second, independent reading of the engine's code);
-only confirmed differences are stated as the engine's.
+each pair by the angles its tables gave, to float32's resolution of each angle: the numbers
+held against transformers are what the engine's forward applies, not an artefact of how the
+runner read its tables. Where a runner builds the rotation from the same tables (LitGPT), that
+reading is a check of the layout only; the note of each difference names its cause in the
+engine's source.
 """
 
 from __future__ import annotations
@@ -50,10 +53,10 @@ def _max_wrapped(a: np.ndarray, b: np.ndarray) -> float:
     return float(wrapped(torch.as_tensor(a, dtype=torch.float64) - torch.as_tensor(b)).max())
 
 
-def _same_angles(table: np.ndarray, forward: np.ndarray, positions: np.ndarray) -> bool:
+def _same_angles(table: np.ndarray, forward: np.ndarray, magnitude: np.ndarray) -> bool:
     """Whether the forward turned each pair by the table's angle, to float32's resolution of
-    an angle as large as the position's (p·ω ≤ p for ω ≤ 1)."""
-    tolerance = SAME_ANGLE_ULPS * np.ldexp(1.0, -23) * np.maximum(positions, 1.0)[:, None]
+    that angle: a few ulps of its unwrapped size p·ω (``magnitude``, positions × pairs)."""
+    tolerance = SAME_ANGLE_ULPS * np.ldexp(1.0, -23) * np.maximum(magnitude, 1.0)
     delta = wrapped(torch.as_tensor(table - forward)).numpy()
     return bool((delta <= np.maximum(tolerance, 1e-6)).all())
 
@@ -111,8 +114,15 @@ def compare_layer(
     forward = got.get("forward_angles")
     if forward is not None and angles is not None:
         forward = np.asarray(forward, float)
+        # The angles' unwrapped size: the larger of the engine's and transformers' p·ω.
+        omega = (
+            np.maximum(np.abs(freq), w32)
+            if freq is not None and np.shape(freq) == np.shape(w32)
+            else w32
+        )
+        magnitude = np.asarray(positions, float)[:, None] * np.asarray(omega, float)[None, :]
         row["forward_matches_tables"] = forward.shape == angles.shape and _same_angles(
-            angles, forward, np.asarray(positions, float)
+            angles, forward, magnitude
         )
     else:
         row["forward_matches_tables"] = None

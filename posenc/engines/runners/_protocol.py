@@ -39,7 +39,9 @@ Answer::
              "notes": ["…"]}}}}}
 
 ``cannot_express``: the engine has no code for the config's scaling type (or layer layout):
-a finding, not a failure. ``error``: the engine's code raised; ``reason`` is its last line.
+a finding, not a failure. ``not_covered`` (NotImplementedError): the runner does not yet map
+this architecture to the engine's model code: the runner's gap, not the engine's. ``error``:
+the engine's code raised; ``reason`` is its last line.
 """
 
 from __future__ import annotations
@@ -127,6 +129,8 @@ def run(engine: str, version: str, measure: Callable[[dict], dict]) -> None:
             models[model["name"]] = {"status": "ok", "reason": "", "layers": measure(model)}
         except CannotExpress as why:
             models[model["name"]] = {"status": "cannot_express", "reason": str(why), "layers": {}}
+        except NotImplementedError as why:  # the runner's gap, not the engine's
+            models[model["name"]] = {"status": "not_covered", "reason": str(why), "layers": {}}
         except Exception as error:  # the engine's own failure, reported as its finding
             last = traceback.format_exception_only(type(error), error)[-1].strip()
             models[model["name"]] = {"status": "error", "reason": last, "layers": {}}

@@ -70,10 +70,18 @@ def _module(config: dict):
     """The rotary module GPTModel builds for this config, and the arguments it was given."""
     rope = _rope(config)
     rope_type = rope.get("rope_type", rope.get("type", "default"))
+    if config.get("qk_rope_head_dim"):
+        # Multi-latent attention (DeepSeek) rotates a separate qk_rope_head_dim part, which
+        # Megatron-Core's MLA builds apart from GPTModel's rotary embedding (not mapped here).
+        raise _protocol.CannotExpress(
+            "multi-latent attention's rotated part (qk_rope_head_dim): this runner maps "
+            "GPTModel's rotary embedding only"
+        )
     head_dim = config.get("head_dim") or config["hidden_size"] // config["num_attention_heads"]
     common = dict(
         kv_channels=head_dim,
-        rotary_percent=config.get("partial_rotary_factor", 1.0),
+        # GPT-NeoX names the rotated share rotary_pct; Megatron's rotary_percent is the same.
+        rotary_percent=config.get("partial_rotary_factor", config.get("rotary_pct", 1.0)),
         rotary_base=rope["rope_theta"],
         use_cpu_initialization=True,
     )

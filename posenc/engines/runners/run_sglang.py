@@ -302,10 +302,86 @@ def _load_config(config: dict):
         return get_config(folder, trust_remote_code=False)
 
 
+BUILT = "self.rotary_emb = Gemma3RotaryEmbedding("
+
+
+def _gemma3(hf_config, model: dict, notes: list) -> dict:
+    """Gemma 3 as SGLang runs it everywhere but on Intel AMX CPUs: Gemma3TextModel builds one
+    Gemma3RotaryEmbedding per layer type (transformers' rope functions: the full layers' linear
+    scaling kept) and passes its cos/sin to every layer (Gemma3Attention.forward_native with
+    apply_rotary_pos_emb). Each attention's own get_rope module, which drops the scaling, is
+    used only under ``_is_cpu and _is_cpu_amx_available``: said in the notes."""
+    import copy
+
+    from sglang.srt.layers.rotary_embedding import apply_rotary_pos_emb
+
+    try:
+        from sglang.srt.models.gemma3_causal import Gemma3RotaryEmbedding
+    except ImportError as error:
+        # Its model file imports GPU-serving packages (einops, tvm_ffi, compressed_tensors,
+        # ...) at module level; the per-attention get_rope modules this runner can build
+        # are the AMX-CPU path, not what a GPU serves, so they would misreport it.
+        raise RuntimeError(
+            f"SGLang's Gemma 3 model file does not import in this CPU interpreter ({error}); "
+            "on GPUs it applies a Gemma3RotaryEmbedding per layer type built from the config"
+        ) from None
+
+    params = hf_config.rope_parameters
+    nested = isinstance(params, dict) and "full_attention" in params
+    layers = {}
+    for layer in model["layer_types"]:
+        sliding = layer["kind"] == "sliding"
+        cfg = copy.deepcopy(hf_config)
+        if sliding:  # as Gemma3TextModel.__init__: default rope at the local base
+            theta = (
+                params["sliding_attention"].get("rope_theta", 10000.0)
+                if nested
+                else (getattr(hf_config, "rope_local_base_freq", 10000.0))
+            )
+            cfg.rope_parameters = {"rope_type": "default", "rope_theta": theta}
+        else:
+            full = params["full_attention"] if nested else params
+            cfg.rope_parameters = {**full, "rope_theta": full.get("rope_theta", 1000000.0)}
+        rope = Gemma3RotaryEmbedding(config=cfg)
+        positions = torch.as_tensor(model["positions"], dtype=torch.long)
+        x = torch.zeros(1, dtype=torch.float32)
+        cos, sin = rope(x, positions[None, :])
+        cos, sin = cos.reshape(len(positions), -1), sin.reshape(len(positions), -1)
+        pairs = cos.shape[-1] // 2
+        angles, _ = _protocol.angles_from_cos_sin(cos[:, :pairs], sin[:, :pairs])
+
+        def rotate(v, _positions, cos=cos, sin=sin):
+            q = v[:, None, :]  # (tokens, heads, head_dim), as forward_native unflattens it
+            return apply_rotary_pos_emb(q, q.clone(), cos, sin)[0][:, 0, :]
+
+        layer_notes = notes + [
+            "Gemma 3's rotary embedding as SGLang's Gemma3TextModel builds it for GPUs (one "
+            "Gemma3RotaryEmbedding per layer type, cos/sin passed to every layer); on Intel AMX "
+            "CPUs SGLang instead uses each attention's get_rope module with "
+            'rope_scaling={"rope_type": "default"}, which drops a full layer\'s linear factor.'
+        ]
+        layers[layer["name"]] = {
+            "inv_freq": rope.inv_freq.double().tolist(),
+            "attention_factor": float(rope.attention_scaling),
+            "angles": angles,
+            "forward_angles": _protocol.forward_probe(rotate, model["positions"], pairs, "half"),
+            "source": _protocol.source_of(Gemma3RotaryEmbedding),
+            "how": (
+                f"Gemma3RotaryEmbedding(config with rope_parameters={cfg.rope_parameters!r}) as "
+                f"{_source_line('sglang.srt.models.gemma3_causal', BUILT)} builds it, applied "
+                "by apply_rotary_pos_emb as Gemma3Attention.forward_native does"
+            ),
+            "notes": layer_notes,
+        }
+    return layers
+
+
 def measure(model: dict) -> dict:
     config = {k: v for k, v in model["config"].items() if k not in ANNOTATIONS}
     config_notes = [TORCHVISION_STUB_NOTE]
     hf_config = _load_config(config)
+    if hf_config.model_type == "gemma3_text":
+        return _gemma3(hf_config, model, config_notes)
     positions = torch.as_tensor(model["positions"], dtype=torch.long)
     context = model["context"]
     layers = {}
