@@ -73,9 +73,16 @@ class Pdf:
         """The table of contents: entry title -> the page number it gives."""
         start = next(i for i, text in enumerate(self.pages) if "Contents" in text)
         entries = {}
-        for line in self.pages[start].splitlines():
-            match = re.fullmatch(r"(.*?)\s*\.{3,}\s*(\d+)", line.strip())
-            if match:
+        # The contents may run onto the pages after: read on while a page holds entries.
+        for text in self.pages[start:]:
+            found = [
+                match
+                for line in text.splitlines()
+                if (match := re.fullmatch(r"(.*?)\s*\.{3,}\s*(\d+)", line.strip()))
+            ]
+            if not found:
+                break
+            for match in found:
                 entries[match.group(1).strip(". ")] = int(match.group(2))
         return entries
 

@@ -67,7 +67,7 @@ def test_every_claim_passes_or_is_declared_untestable(test_run):
         for section, cfg in config.items()
         if isinstance(cfg, dict) and cfg.get("smoke_test")
     }
-    assert smoke == {"extrapolation", "complexity", "extension"}
+    assert smoke == {"extrapolation", "complexity", "extension", "tasks"}
     for cid, c in ledger(test_run).items():
         section = cid.split(".")[0]
         allowed = {"pass", "n/a"} if section in smoke else {"pass"}

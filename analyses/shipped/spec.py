@@ -153,6 +153,7 @@ SPEC = AnalysisSpec(
             "(rad, modulo a turn), whether the engine's forward turns unit vectors by the "
             "angles its tables hold, and each difference with the engine's source.",
             csv="engines",
+            placement="appendix",
         ),
     },
     claims=(

@@ -9,6 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 MODULUS = 5  # their experiments/constants.py: ModularArithmetic(modulus=5)
+# Fresh draws a test at N may make per batch it needs, before too few unseen inputs remain
+# (the config's check holds the share of unseen inputs to twice its inverse).
+MAX_DRAWS = 20
 N_OPERATORS = 3  # '+', '*', '-'
 
 

@@ -29,6 +29,7 @@ CLAIMS = (
             ),
         ),
         scope="scope",
+        unless="smoke_test",
         references=("deletang2023", "ruoss2023"),
     ),
     Claim(
@@ -50,6 +51,7 @@ CLAIMS = (
             ),
         ),
         scope="scope",
+        unless="smoke_test",
         references=("ruoss2023",),
     ),
     Claim(
@@ -76,6 +78,7 @@ CLAIMS = (
             ),
         ),
         scope="scope",
+        unless="smoke_test",
         references=("ruoss2023",),
     ),
     Claim(
@@ -95,6 +98,7 @@ CLAIMS = (
             ),
         ),
         scope="scope",
+        unless="smoke_test",
         references=("ruoss2023",),
     ),
 )

@@ -156,6 +156,7 @@ def compute(ctx: Context) -> Measurements:
         ],
         "models": [m for t, m in runs if t == tasks[0]],
         "randomized": randomized,
+        "smoke_test": cfg["smoke_test"],
         "n": cfg["train_length"],
         "longest": cfg["train_length"] * max(cfg["test_multipliers"]),
         "test_sequences": cfg["test_sequences"],

@@ -16,8 +16,6 @@ from posenc.analyses.tasks.claims import CLAIMS
 from posenc.analysis import AnalysisSpec, Figure, Resources, Table
 from posenc.variants import model_name, split_model
 
-# As training.MAX_DRAWS (torch-free here): fresh draws allowed per test batch at N.
-MAX_DRAWS = 20
 PUBLISHED = Path(__file__).resolve().parent / "published.yaml"
 
 
@@ -94,7 +92,7 @@ def check_config(config: dict) -> list[str]:
     cfg = config.get("tasks")
     if not cfg:
         return []
-    from posenc.analyses.tasks.catalogue import SHAPES, input_space, sequence_length
+    from posenc.analyses.tasks.catalogue import MAX_DRAWS, SHAPES, input_space, sequence_length
 
     problems = []
     unknown = [t for t in cfg["tasks"] if t not in SHAPES]
@@ -177,14 +175,16 @@ SPEC = AnalysisSpec(
             "Per task and encoding: seeds whose exact match at the training length {n} "
             "reaches {thresholds[learned_exact]}, the exact match there (mean over seeds), and "
             "the per-token accuracy over the test lengths (above {n}): mean over seeds, and "
-            "best seed (Ruoss et al.'s statistic).",
+            "best seed.",
             csv="cells",
+            placement="appendix",
         ),
         "randomized": Table(
             "Randomized positions against the same encoding's plain positions, per task: the "
             "per-token accuracy over the test lengths and at the training length, and their "
             "difference (mean over seeds).",
             csv="randomized",
+            placement="appendix",
         ),
         "runs": Table(
             "Every run: task, model, seed, input length, exact match and per-token accuracy.",

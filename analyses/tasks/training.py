@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from posenc.analyses.tasks import generators
-from posenc.analyses.tasks.spec import MAX_DRAWS  # the config check's bound
+from posenc.analyses.tasks.catalogue import MAX_DRAWS
 from posenc.batches import RandomizedPositions
 from posenc.train import TrainConfig, build_model, train
 from posenc.variants import split_model
