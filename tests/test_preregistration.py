@@ -58,8 +58,10 @@ def required_keys(config: dict) -> list[str]:
         keys += leaves(config["extrapolation"][task], f"extrapolation.{task}")
     # The fine-tune's recipe: a recipe setting like the models' own.
     keys += leaves(config["extension"]["finetune"]["train"], "extension.finetune.train")
-    # The tasks study's recipe: what it trains and tests (not the scheduler's resources).
-    tasks = {k: v for k, v in config["tasks"].items() if k not in ("thresholds", "resources")}
+    # The tasks study's recipe: what it trains and tests (not the scheduler's resources, nor
+    # the test config's smoke-test switch).
+    skipped = ("thresholds", "resources", "smoke_test")
+    tasks = {k: v for k, v in config["tasks"].items() if k not in skipped}
     keys += leaves(tasks, "tasks")
     return [*keys, *CODE_SETTINGS, "encoding.t5_bias.max_distance"]
 
