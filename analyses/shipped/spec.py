@@ -68,9 +68,19 @@ def data(config: dict) -> dict[str, str]:
         f.name: hashlib.sha256(f.read_bytes()).hexdigest()
         for f in zoo_files(config["shipped"]["models"])
     }
-    return digests | {
-        f"engine {name}": version_of(name) for name in engine_names(config["shipped"])
+    from posenc.engines import ENGINES
+
+    names = engine_names(config["shipped"])
+    protocol = ENGINES[names[0]].runner.with_name("_protocol.py") if names else None
+    # A runner is run by path in the engine's own interpreter, so no import reaches it and the
+    # rule's code digest cannot see it: its file (and the protocol's) are digested here.
+    runners = {
+        f"runner {name}": hashlib.sha256(
+            ENGINES[name].runner.read_bytes() + protocol.read_bytes()
+        ).hexdigest()
+        for name in names
     }
+    return digests | {f"engine {name}": version_of(name) for name in names} | runners
 
 
 def check_config(config: dict) -> list[str]:

@@ -138,6 +138,7 @@ def _run_once(name: str, python: Path, models: list[dict], timeout: float) -> di
         try:
             proc = subprocess.run(
                 [str(python), str(ENGINES[name].runner), str(answer)],
+                preexec_fn=_memory_cap,
                 input=json.dumps({"engine": name, "models": models}),
                 capture_output=True,
                 text=True,
@@ -155,6 +156,18 @@ def _run_once(name: str, python: Path, models: list[dict], timeout: float) -> di
             )
             return _unavailable(name, models, f"its runner failed, {why}")
         return json.loads(answer.read_text())
+
+
+# An engine's tables for a context of millions of positions can take tens of GB (OLMo-core's
+# for Llama 4 Scout's 10.5M peaked at 22.8 GB): a runner past this address space fails with a
+# MemoryError, that model's error, instead of the whole machine's jobs meeting the OOM killer.
+MEMORY_CAP_BYTES = 8 * 2**30
+
+
+def _memory_cap() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP_BYTES, MEMORY_CAP_BYTES))
 
 
 def _unavailable(name: str, models: list[dict], why: str) -> dict:
