@@ -82,7 +82,8 @@ def _transformer(config: dict) -> tuple[TransformerConfig, int]:
         n_kv_heads=config.get("num_key_value_heads", heads),
         head_dim=head_dim,
     )
-    if config.get("partial_rotary_factor", 1.0) != 1.0:
+    # GPT-NeoX names the rotated share rotary_pct (transformers maps it to partial_rotary_factor).
+    if config.get("partial_rotary_factor", config.get("rotary_pct", 1.0)) != 1.0:
         raise _protocol.CannotExpress("partial_rotary_factor (llama_like has no argument for it)")
     if config.get("model_type") in ("gemma3", "gemma3_text"):
         # gemma3_like: local (sliding) blocks at rope_local_base_freq, global blocks at
