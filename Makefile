@@ -1,6 +1,6 @@
 # On a fresh machine with Python 3.11+ and no conda:
 #   make report   set up .venv if needed, the system packages the PDF needs, and regenerate
-#                 results/report/: the default study, about 85 min on 2 cores
+#                 results/report/: the default study, about 105 min on 2 cores
 #   make html     the same but for the PDF (results/report/index.html and what it shows)
 #   make quick    as make report, on the test config (config/test.yaml): about 2 min on 2 cores
 #   make test     set up .venv if needed, the system packages the tests need, and run them
@@ -33,15 +33,16 @@ system-deps: setup
 	$(BIN)/python -m posenc.sysdeps test
 
 # The times are the README's measurements of cold runs on 2 cores (Benchmarks: the test
-# config's 123 s; the default study's 83.4 min at a83ebef).
+# config's 123 s; the default study's 83.4 min at a83ebef, plus the tasks section's 2651
+# core-s measured at 99abb3a, about 22 min on 2 cores).
 report: setup
 	$(BIN)/python -m posenc.sysdeps report
-	@echo "make report: the default study, about 85 min on 2 cores (make html skips the PDF;" \
+	@echo "make report: the default study, about 105 min on 2 cores (make html skips the PDF;" \
 		"make quick runs the test config, about 2 min)"
 	$(SNAKEMAKE)
 
 html: setup
-	@echo "make html: the default study but for the PDF, about 84 min on 2 cores"
+	@echo "make html: the default study but for the PDF, about 104 min on 2 cores"
 	$(SNAKEMAKE) html
 
 quick: setup

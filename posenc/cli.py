@@ -37,7 +37,7 @@ CONFIGS = {"default": None, "test": "test.yaml", "gpu": "gpu.yaml"}
 # The test config is a card's default: a first card should take minutes, not an hour.
 CONFIG_COSTS = {
     "test": "the small study, minutes (about 2 min on 2 cores, more for each plugin encoding)",
-    "default": "the full study, about 85 min on 2 cores (83.4 min measured)",
+    "default": "the full study, about 105 min on 2 cores (83.4 min measured, plus the tasks)",
     "gpu": "the full study at full scale, for one large GPU",
 }
 

@@ -36,7 +36,7 @@ def test_the_card_help_says_what_each_config_costs():
     flat = " ".join(shown.split())
     assert "(default: test)" in flat
     assert "test: the small study, minutes" in flat
-    assert "about 85 min on 2 cores (83.4 min measured)" in flat
+    assert "about 105 min on 2 cores (83.4 min measured, plus the tasks)" in flat
     assert "gpu: the full study at full scale, for one large GPU" in flat
 
 
