@@ -40,6 +40,24 @@ def _path_claim(path: str, kind: str = "analytic") -> Claim:
     )
 
 
+# The engine claims: a difference counts only where the engine's forward applies what its
+# tables hold, and they cite the engines' papers (torchtune, LitGPT and KerasHub have none).
+FORWARD_CONFIRMS = Check(
+    "engine_forward_confirms",
+    value=True,
+    label="the engine's forward turns unit vectors by its tables' angles",
+)
+ENGINE_REFERENCES = (
+    "su2021",
+    "wolf2020",
+    "kwon2023",
+    "zheng2024",
+    "liang2024",
+    "groeneveld2024",
+    "shoeybi2019",
+)
+
+
 def zoo_files(models: list[str] | str) -> list[Path]:
     """The zoo files the config names, in its order ("all": every one, in name order)."""
     files = sorted(ZOO.glob("*.json"))
@@ -244,13 +262,7 @@ SPEC = AnalysisSpec(
             "code can express, computes inverse frequencies and an attention factor within "
             "the agreement threshold of transformers' (float32 ulps).",
             kind="software",
-            requires=(
-                Check(
-                    "engine_forward_confirms",
-                    value=True,
-                    label="the engine's forward turns unit vectors by its tables' angles",
-                ),
-            ),
+            requires=(FORWARD_CONFIRMS,),
             checks=(
                 Check(
                     "engine_frequency_ulps",
@@ -260,15 +272,7 @@ SPEC = AnalysisSpec(
                     "float32 ulps",
                 ),
             ),
-            references=(
-                "su2021",
-                "wolf2020",
-                "kwon2023",
-                "zheng2024",
-                "liang2024",
-                "groeneveld2024",
-                "shoeybi2019",
-            ),
+            references=ENGINE_REFERENCES,
         ),
         Claim(
             "shipped.engines_agree_angles",
@@ -276,13 +280,7 @@ SPEC = AnalysisSpec(
             "code can express, applies angles within the angle threshold of transformers' at "
             "the model's advertised context.",
             kind="software",
-            requires=(
-                Check(
-                    "engine_forward_confirms",
-                    value=True,
-                    label="the engine's forward turns unit vectors by its tables' angles",
-                ),
-            ),
+            requires=(FORWARD_CONFIRMS,),
             checks=(
                 Check(
                     "engine_angle_rad",
@@ -291,15 +289,7 @@ SPEC = AnalysisSpec(
                     label="largest angle difference from transformers at the context (rad)",
                 ),
             ),
-            references=(
-                "su2021",
-                "wolf2020",
-                "kwon2023",
-                "zheng2024",
-                "liang2024",
-                "groeneveld2024",
-                "shoeybi2019",
-            ),
+            references=ENGINE_REFERENCES,
         ),
         Claim(
             "shipped.yarn_truncate_negligible",
