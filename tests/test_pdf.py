@@ -207,13 +207,20 @@ def test_every_figure_is_drawn_in_the_pdf(run_pdf):
 
 
 @pytest.mark.slow
+def wrapped(contents: dict[str, int], title: str) -> int:
+    """The page of an entry whose title wrapped onto a second line ("10 Positional code as open
+    models" / "ship it ..... 23"): the one entry the title ends with."""
+    (page,) = [p for k, p in contents.items() if len(k) >= 5 and title.endswith(k)]
+    return page
+
+
 def test_contents_page_numbers_lead_to_the_sections(run_pdf):
     pdf, data, _ = run_pdf
     contents = pdf.contents()
     titles = [f"{s['number']} {words(s['title'])}" for s in data["sections"]]
     appendices = [f"Appendix {a['letter']}. {a['title']}" for a in data["appendices"].values()]
     for title in [*titles, "References", *appendices]:
-        page = contents[title]
+        page = contents[title] if title in contents else wrapped(contents, title)
         assert title in words(pdf.pages[page - 1]), (title, page)
     bookmark_pages = {title: page for level, title, page in pdf.bookmarks if level == 1}
     assert {t: contents[t] for t in bookmark_pages} == bookmark_pages
@@ -222,7 +229,7 @@ def test_contents_page_numbers_lead_to_the_sections(run_pdf):
 # The printed body (everything before the first appendix) of the test config's report: the
 # default study's, with more encodings and larger tables, is held to 40 pages and measured on
 # a default run (README, Benchmarks); the test report, which CI builds, is held here.
-TEST_BODY_PAGES = 40
+TEST_BODY_PAGES = 42  # 40 before the tasks section and the engines' paragraph and claims
 
 
 @pytest.mark.slow

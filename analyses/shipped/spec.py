@@ -91,12 +91,15 @@ def data(config: dict) -> dict[str, str]:
     names = engine_names(config["shipped"])
     protocol = ENGINES[names[0]].runner.with_name("_protocol.py") if names else None
     # A runner is run by path in the engine's own interpreter, so no import reaches it and the
-    # rule's code digest cannot see it: its file (and the protocol's) are digested here.
+    # rule's code digest cannot see it: its meaning (and the protocol's) is digested here, as
+    # the code digests do it (a comment or docstring changes nothing).
+    from posenc.codegraph import analyse
+
+    def meaning(path) -> str:
+        return analyse(path.read_bytes(), str(path))["digest"]
+
     runners = {
-        f"runner {name}": hashlib.sha256(
-            ENGINES[name].runner.read_bytes() + protocol.read_bytes()
-        ).hexdigest()
-        for name in names
+        f"runner {name}": meaning(ENGINES[name].runner) + meaning(protocol) for name in names
     }
     return digests | {f"engine {name}": version_of(name) for name in names} | runners
 
